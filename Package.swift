@@ -1,0 +1,47 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+let package = Package(
+    name: "stallagent",
+    products: [
+        .executable(name: "stallagent", targets: ["stallagent"]),
+        .executable(name: "stall-fixtures", targets: ["stall-fixtures"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-collections", from: "1.6.0"),
+    ],
+    targets: [
+        // ptrace is variadic in glibc and waitpid's status macros are function-like:
+        // both need compiled C.
+        .target(name: "CPtrace"),
+        .target(name: "CDemangle", linkerSettings: [.linkedLibrary("stdc++")]),
+        .systemLibrary(
+            name: "CLibunwind", pkgConfig: "libunwind-generic",
+            providers: [.apt(["libunwind-dev", "liblzma-dev"])]),
+        .systemLibrary(
+            name: "CLibelf", pkgConfig: "libelf",
+            providers: [.apt(["libelf-dev"])]),
+        .target(
+            name: "StallAgentKit",
+            dependencies: [
+                "CPtrace", "CLibunwind", "CLibelf", "CDemangle",
+                .product(name: "DequeModule", package: "swift-collections"),
+            ]),
+        .executableTarget(
+            name: "stallagent",
+            dependencies: [
+                "StallAgentKit",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]),
+        // Small C programs whose main thread stalls in known ways; tests and the demo use them.
+        .executableTarget(
+            name: "stall-fixtures",
+            cSettings: [.unsafeFlags(["-O1", "-g", "-fno-omit-frame-pointer", "-fno-inline"])],
+            linkerSettings: [.linkedLibrary("pthread")]),
+        .testTarget(
+            name: "StallAgentKitTests",
+            dependencies: ["StallAgentKit", "stall-fixtures"]),
+    ],
+    swiftLanguageModes: [.v5]
+)

@@ -1,0 +1,48 @@
+#ifndef CPTRACE_H
+#define CPTRACE_H
+
+#include <stdint.h>
+#include <sys/types.h>
+#include <sys/user.h>
+
+// glibc's ptrace is variadic and waitpid's status accessors are macros; Swift can call
+// neither, so every ptrace-family call the agent makes goes through these wrappers.
+// Each returns the raw libc result; errno is left for the caller.
+
+/// PTRACE_SEIZE one thread (no stop, no signal), with the given PTRACE_O_* options.
+long sa_ptrace_seize(pid_t tid, unsigned long options);
+/// PTRACE_INTERRUPT: ask a seized thread to enter a ptrace-stop.
+long sa_ptrace_interrupt(pid_t tid);
+/// PTRACE_GETREGS into a user_regs_struct.
+long sa_ptrace_getregs(pid_t tid, struct user_regs_struct *regs);
+/// PTRACE_CONT, re-injecting `sig` (0 for none).
+long sa_ptrace_cont(pid_t tid, int sig);
+/// PTRACE_DETACH, re-injecting `sig` (0 for none).
+long sa_ptrace_detach(pid_t tid, int sig);
+/// PTRACE_GETSIGINFO's si_signo, or -1.
+int sa_ptrace_siginfo_signo(pid_t tid);
+
+/// waitpid(tid, &status, __WALL | WNOHANG): never blocks.
+pid_t sa_waitpid_nohang(pid_t tid, int *status);
+
+int sa_wifstopped(int status);
+int sa_wifexited(int status);
+int sa_wifsignaled(int status);
+int sa_wstopsig(int status);
+int sa_wexitstatus(int status);
+int sa_wtermsig(int status);
+/// The PTRACE_EVENT_* in a stop status (status >> 16), 0 for a plain stop.
+int sa_wptrace_event(int status);
+
+/// process_vm_readv of one contiguous range; returns bytes read or -1.
+ssize_t sa_read_memory(pid_t pid, uint64_t address, void *buffer, size_t length);
+
+pid_t sa_gettid(void);
+int sa_tgkill(pid_t tgid, pid_t tid, int sig);
+
+/// Constants Swift cannot import from macros.
+enum {
+  SA_PTRACE_EVENT_STOP = 128,
+};
+
+#endif

@@ -1,0 +1,170 @@
+import Foundation
+
+/// Looks at one process: validates it can be traced, then captures, unwinds and symbolizes
+/// its threads. Used by `dump` and, per sample, by the monitor. Must stay on one OS thread
+/// (ptrace ownership).
+public final class ProcessInspector {
+    public let pid: Int32
+    public let capturer: ThreadCapturer
+    public private(set) var modules: ProcessModules
+    public let unwinder: SnapshotUnwinder
+    public let symbolizer: Symbolizer
+    public var classifier = ThreadStateClassifier()
+    public let name: String
+    public let executablePath: String?
+
+    /// Validates the target: it must exist, be a user process, not a zombie, and be readable
+    /// with ptrace-level access. Each refusal is a distinct, documented error.
+    public init(pid: Int32, capturer: ThreadCapturer = ThreadCapturer()) throws {
+        guard pid > 0 else { throw StallAgentError.invalidArgument("pid must be a positive number, got \(pid)") }
+        let statusText = try ProcFS.readText("/proc/\(pid)/status", pid: pid)
+        guard let status = ProcStatus.parse(statusText) else { throw StallAgentError.noSuchProcess(pid: pid) }
+        if status.state == "Z" || status.state == "X" { throw StallAgentError.zombie(pid: pid) }
+        if !status.hasUserMemory { throw StallAgentError.kernelThread(pid: pid) }
+        // A thread id was given: look at its process.
+        let tgid = status.tgid
+        // syscall needs the same access as ptrace: check now for a clear refusal.
+        _ = try ProcFS.readText("/proc/\(tgid)/task/\(tgid)/syscall", pid: tgid)
+        self.pid = tgid
+        self.capturer = capturer
+        name = status.name
+        executablePath = try? ProcFS.readLink("/proc/\(tgid)/exe", pid: tgid)
+        modules = try ProcessModules(pid: tgid)
+        unwinder = SnapshotUnwinder(modules: modules)
+        symbolizer = Symbolizer(modules: modules)
+    }
+
+    /// Re-reads the memory map when it changed (dlopen, exec).
+    @discardableResult
+    public func refreshModules() throws -> Bool {
+        let fresh = try ProcessModules(pid: pid)
+        guard fresh.mapsSignature != modules.mapsSignature else { return false }
+        modules = fresh
+        unwinder.update(modules: fresh)
+        symbolizer.update(modules: fresh)
+        return true
+    }
+
+    public var mainModule: LoadedModule? {
+        modules.modules.first { $0.path == executablePath } ?? modules.modules.first
+    }
+
+    public func threadName(_ tid: Int32) -> String? {
+        (try? ProcFS.readText("/proc/\(pid)/task/\(tid)/comm", pid: pid))?
+            .trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    public func classify(tid: Int32) -> (stat: ProcThreadStat?, syscall: ProcSyscallInfo?, result: ThreadStateClassifier.Result) {
+        let stat = (try? ProcFS.readText("/proc/\(pid)/task/\(tid)/stat", pid: pid)).flatMap { ProcThreadStat.parse($0) }
+        let syscall = (try? ProcFS.readText("/proc/\(pid)/task/\(tid)/syscall", pid: pid)).flatMap { ProcSyscallInfo.parse($0) }
+        guard let stat else { return (nil, nil, .init(activity: .gone, detail: "exited", futexAddress: nil)) }
+        let result = classifier.classify(state: stat.state, syscall: syscall, fileKind: fileKind)
+        return (stat, syscall, result)
+    }
+
+    /// What an fd refers to: a path for files, "pipe:[…]"/"socket:[…]" otherwise.
+    public func fileKind(_ fd: Int) -> String? {
+        try? ProcFS.readLink("/proc/\(pid)/fd/\(fd)", pid: pid)
+    }
+
+    /// glibc's pthread_mutex_t keeps the owner's TID at offset 8 of the futex word. The value
+    /// is trusted only if it names a live thread of this process.
+    public func lockOwner(futexAddress: UInt64) -> ThreadDump.LockOwner? {
+        var owner: Int32 = 0
+        let n = withUnsafeMutableBytes(of: &owner) { TargetMemory.read(pid: pid, address: futexAddress + 8, into: $0) }
+        guard n == 4, owner > 0, ProcFS.exists(pid: owner),
+              access("/proc/\(pid)/task/\(owner)", F_OK) == 0
+        else { return nil }
+        return ThreadDump.LockOwner(tid: owner, name: threadName(owner))
+    }
+
+    /// The end of the mapping holding a stack pointer, to bound the stack copy.
+    public func stackEnd(_ sp: UInt64) -> UInt64? {
+        if let mapping = modules.mapping(containing: sp) { return mapping.end }
+        // The main stack grows down past the start recorded when maps was read.
+        if let stack = modules.maps.first(where: { $0.path == "[stack]" }), sp < stack.end, stack.end - sp < 1 << 30 {
+            return stack.end
+        }
+        return nil
+    }
+
+    /// Captures one thread. Idle threads are never stopped; a blocked thread is copied
+    /// without a stop and, only if that copy lacks a register the unwind needs, stopped
+    /// briefly (a non-idle blocking call restarts transparently after a ptrace stop).
+    public func captureStack(tid: Int32, activity: ThreadActivity, probe: ThreadProbeFiles? = nil) throws
+        -> (snapshot: ThreadSnapshot, stack: UnwoundStack)
+    {
+        let allowStop = activity != .idle
+        var lastError: Error = StallAgentError.invalidArgument("thread \(tid) kept moving; no consistent stack")
+        for _ in 0..<3 {
+            do {
+                let snapshot = try capturer.capture(
+                    pid: pid, tid: tid, probe: probe, allowStop: allowStop, stackEnd: stackEnd)
+                var stack = unwinder.unwind(snapshot)
+                if stack.end == .noUnwindInfo || stack.end == .badFrame, try refreshModules() {
+                    stack = unwinder.unwind(snapshot)
+                }
+                if snapshot.method == .withoutStop, stack.end == .missingRegister, allowStop,
+                   activity != .stopped
+                {
+                    let stopped = try capturer.captureStopped(pid: pid, tid: tid, stackEnd: stackEnd)
+                    return (stopped, unwinder.unwind(stopped))
+                }
+                return (snapshot, stack)
+            } catch let error as StallAgentError {
+                if case .invalidArgument = error {
+                    lastError = error
+                    continue
+                }
+                throw error
+            }
+        }
+        throw lastError
+    }
+
+    /// Dumps one thread. Refusals (permission, another tracer, the process gone) are thrown;
+    /// other capture failures are recorded in the dump so the other threads still show.
+    public func dump(tid: Int32) throws -> ThreadDump {
+        let (stat, syscall, classification) = classify(tid: tid)
+        var dump = ThreadDump(
+            tid: tid, name: stat?.name ?? threadName(tid) ?? "?", state: stat.map { String($0.state) } ?? "?",
+            activity: classification.activity, detail: classification.detail, syscall: syscall?.syscallName,
+            lockOwner: classification.futexAddress.flatMap(lockOwner), captureMethod: nil,
+            pauseMicroseconds: nil, unwindEnd: nil, frames: [], error: nil)
+        guard classification.activity != .gone else {
+            dump.error = "thread exited"
+            return dump
+        }
+        do {
+            let (snapshot, stack) = try captureStack(tid: tid, activity: classification.activity)
+            dump.captureMethod = snapshot.method
+            dump.pauseMicroseconds = Double(snapshot.pauseNanos) / 1000
+            dump.unwindEnd = stack.end
+            dump.frames = symbolizer.symbolize(stack)
+        } catch let error as StallAgentError {
+            switch error {
+            case .permissionDenied, .alreadyTraced: throw error
+            case .targetExited where !ProcFS.exists(pid: pid): throw error
+            default: dump.error = "\(error)"
+            }
+        } catch {
+            dump.error = "\(error)"
+        }
+        return dump
+    }
+
+    public func dumpProcess(allThreads: Bool) throws -> ProcessDump {
+        let tids = allThreads ? try ProcFS.threadIDs(pid: pid) : [pid]
+        var threads: [ThreadDump] = []
+        for tid in tids {
+            let dump = try self.dump(tid: tid)
+            if tid == pid, dump.activity == .gone, !ProcFS.exists(pid: pid) {
+                throw StallAgentError.targetExited(pid: pid)
+            }
+            threads.append(dump)
+        }
+        return ProcessDump(
+            pid: pid, name: name, path: executablePath, buildId: mainModule?.image?.buildID,
+            time: ReportTime.iso8601(Date()), threads: threads)
+    }
+}

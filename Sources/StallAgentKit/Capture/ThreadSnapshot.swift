@@ -1,0 +1,24 @@
+/// Everything needed to unwind a thread later, copied while it was (or without it being)
+/// stopped: registers and the live part of its stack.
+public struct ThreadSnapshot: Sendable {
+    public enum Method: String, Sendable, Codable {
+        /// Read from /proc/…/syscall and process_vm_readv while the thread stayed blocked.
+        case withoutStop
+        /// PTRACE_INTERRUPT, registers and stack copied, thread resumed.
+        case ptraceStop
+    }
+
+    public var pid: Int32
+    public var tid: Int32
+    public var registers: RegisterFile
+    /// Target address of `stack[0]` (the stack pointer at capture).
+    public var stackStart: UInt64
+    public var stack: [UInt8]
+    public var method: Method
+    /// How long the thread could not run because of this capture (0 without a stop).
+    public var pauseNanos: UInt64
+    /// The system call the thread was blocked in, when captured without a stop.
+    public var syscall: ProcSyscallInfo?
+    /// Monotonic time of the capture.
+    public var timeNanos: UInt64
+}

@@ -1,0 +1,56 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The three per-thread files the probe reads every few milliseconds, kept open and read with
+/// `pread` at offset 0: reopening them costs 4.5–11 µs more per read than the read itself.
+public final class ThreadProbeFiles {
+    public let pid: Int32
+    public let tid: Int32
+    private let statFD: Int32
+    private let syscallFD: Int32
+    private let schedstatFD: Int32
+    private var buffer = [UInt8](repeating: 0, count: 1024)
+
+    public init(pid: Int32, tid: Int32) throws {
+        self.pid = pid
+        self.tid = tid
+        let base = "/proc/\(pid)/task/\(tid)/"
+        func openOrThrow(_ name: String) throws -> Int32 {
+            let fd = open(base + name, O_RDONLY | O_CLOEXEC)
+            if fd < 0 { throw ProcFS.error(errno, operation: "open \(base + name)", pid: pid) }
+            return fd
+        }
+        statFD = try openOrThrow("stat")
+        do {
+            syscallFD = try openOrThrow("syscall")
+        } catch {
+            close(statFD)
+            throw error
+        }
+        do {
+            schedstatFD = try openOrThrow("schedstat")
+        } catch {
+            close(statFD)
+            close(syscallFD)
+            throw error
+        }
+    }
+
+    deinit {
+        close(statFD)
+        close(syscallFD)
+        close(schedstatFD)
+    }
+
+    /// nil means the thread is gone (the kernel answers ESRCH once it exits).
+    private func readFile(_ fd: Int32) -> Substring? {
+        let n = buffer.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, 0) }
+        if n <= 0 { return nil }
+        return String(decoding: buffer[0..<n], as: UTF8.self)[...]
+    }
+
+    public func stat() -> ProcThreadStat? { readFile(statFD).flatMap(ProcThreadStat.parse) }
+    public func syscall() -> ProcSyscallInfo? { readFile(syscallFD).flatMap(ProcSyscallInfo.parse) }
+    public func schedstat() -> ProcSchedstat? { readFile(schedstatFD).flatMap(ProcSchedstat.parse) }
+}

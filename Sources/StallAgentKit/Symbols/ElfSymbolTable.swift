@@ -1,0 +1,84 @@
+import CLibelf
+
+/// Function symbols of one ELF file, sorted for binary search. `.symtab` is preferred;
+/// a stripped file has only `.dynsym`, whose matches are marked approximate because any
+/// static function in between is invisible and its address is attributed to a neighbour.
+public struct ElfSymbolTable {
+    public struct Match: Equatable, Sendable {
+        public var name: String
+        public var start: UInt64
+        public var offset: UInt64
+        /// True when the address may belong to a symbol we cannot see.
+        public var approximate: Bool
+    }
+
+    private var starts: [UInt64] = []
+    private var sizes: [UInt64] = []
+    private var names: [String] = []
+    public private(set) var hasSymtab = false
+
+    public var count: Int { starts.count }
+
+    init(elf: OpaquePointer?) {
+        guard let elf else { return }
+        var entries: [(UInt64, UInt64, String)] = []
+        var sawSymtab = false
+        var section: OpaquePointer? = nil
+        // Both tables are read: .symtab has the statics, .dynsym may add names .symtab lost.
+        while let scn = elf_nextscn(elf, section) {
+            section = scn
+            var sh = GElf_Shdr()
+            guard gelf_getshdr(scn, &sh) != nil,
+                  sh.sh_type == UInt32(SHT_SYMTAB) || sh.sh_type == UInt32(SHT_DYNSYM),
+                  sh.sh_entsize > 0, let data = elf_getdata(scn, nil)
+            else { continue }
+            if sh.sh_type == UInt32(SHT_SYMTAB) { sawSymtab = true }
+            let symbolCount = Int(sh.sh_size / sh.sh_entsize)
+            for index in 0..<symbolCount {
+                var sym = GElf_Sym()
+                guard gelf_getsym(data, Int32(index), &sym) != nil else { continue }
+                let type = sym.st_info & 0x0f
+                // STT_FUNC and STT_GNU_IFUNC; undefined symbols (imports) have no address here.
+                guard type == 2 || type == 10, sym.st_shndx != 0, sym.st_value != 0,
+                      let cname = elf_strptr(elf, Int(sh.sh_link), Int(sym.st_name))
+                else { continue }
+                entries.append((sym.st_value, sym.st_size, String(cString: cname)))
+            }
+        }
+        hasSymtab = sawSymtab
+        // Aliases share an address: keep one, preferring a sized, non-underscore name.
+        entries.sort { a, b in
+            if a.0 != b.0 { return a.0 < b.0 }
+            if (a.1 == 0) != (b.1 == 0) { return a.1 != 0 }
+            return ElfSymbolTable.preference(a.2) < ElfSymbolTable.preference(b.2)
+        }
+        starts.reserveCapacity(entries.count)
+        for entry in entries where starts.last != entry.0 {
+            starts.append(entry.0)
+            sizes.append(entry.1)
+            names.append(entry.2)
+        }
+    }
+
+    private static func preference(_ name: String) -> Int {
+        name.hasPrefix("__") ? 2 : (name.hasPrefix("_") && !name.hasPrefix("_Z") && !name.hasPrefix("$s") ? 1 : 0)
+    }
+
+    public func lookup(_ address: UInt64) -> Match? {
+        var low = 0
+        var high = starts.count
+        while low < high {
+            let mid = (low + high) / 2
+            if starts[mid] <= address { low = mid + 1 } else { high = mid }
+        }
+        guard low > 0 else { return nil }
+        let index = low - 1
+        let offset = address - starts[index]
+        let size = sizes[index]
+        let insideSize = size > 0 && offset < size
+        // Past a sized symbol's end we are in something unnamed; allow a small slack
+        // (alignment padding) but say it is a guess.
+        if size > 0 && !insideSize && offset > size + 4096 { return nil }
+        return Match(name: names[index], start: starts[index], offset: offset, approximate: !insideSize || !hasSymtab)
+    }
+}

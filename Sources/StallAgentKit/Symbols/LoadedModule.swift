@@ -1,0 +1,46 @@
+/// A file mapped into a target process: its mappings, its load bias and its ELF image.
+public final class LoadedModule {
+    public let path: String
+    public let mappings: [MemoryMapEntry]
+    public let image: ElfImage?
+    /// Added to an ELF virtual address to get the address in the target.
+    public let bias: UInt64
+    /// Lowest and highest executable addresses, for choosing the module of a pc.
+    public let textStart: UInt64
+    public let textEnd: UInt64
+
+    public var name: String { path.split(separator: "/").last.map(String.init) ?? path }
+    public var start: UInt64 { mappings.first?.start ?? 0 }
+    public var end: UInt64 { mappings.last?.end ?? 0 }
+
+    init(path: String, mappings: [MemoryMapEntry], image: ElfImage?) {
+        self.path = path
+        self.mappings = mappings
+        self.image = image
+        var bias: UInt64 = 0
+        if let image, let first = mappings.min(by: { $0.fileOffset < $1.fileOffset }) {
+            // The mapping at file offset o starts at address a, and o sits at virtual address
+            // v in its segment: bias = a - v. ld.so uses one bias for all segments.
+            if let vaddr = image.virtualAddress(forFileOffset: first.fileOffset) {
+                bias = first.start &- vaddr
+            } else if first.fileOffset == 0, let lowest = image.segments.first {
+                bias = first.start &- (lowest.virtualAddress & ~0xfff)
+            }
+        } else if let first = mappings.first {
+            bias = first.start &- first.fileOffset
+        }
+        self.bias = bias
+        let text = mappings.filter(\.executable)
+        textStart = text.map(\.start).min() ?? 0
+        textEnd = text.map(\.end).max() ?? 0
+    }
+
+    /// The module-relative address (ELF virtual address) of a target address.
+    public func moduleOffset(of address: UInt64) -> UInt64 { address &- bias }
+
+    /// Reads a word of the module's file image at a target address.
+    @inline(__always)
+    func readWord(at address: UInt64) -> UInt64? {
+        image?.readWord(atVirtualAddress: address &- bias)
+    }
+}

@@ -1,0 +1,81 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The modules of one process at one moment, built from `/proc/PID/maps`. Files are opened
+/// through `/proc/PID/root` so a target in a container or chroot resolves its own paths.
+public final class ProcessModules {
+    public let pid: Int32
+    public let maps: [MemoryMapEntry]
+    public let modules: [LoadedModule]
+    /// The signature of the maps text, to notice dlopen/exec cheaply.
+    public let mapsSignature: Int
+    private let ranges: [(start: UInt64, end: UInt64, module: Int)]
+
+    public init(pid: Int32, cache: ElfImageCache = .shared) throws {
+        self.pid = pid
+        let text = try ProcFS.readText("/proc/\(pid)/maps", pid: pid)
+        mapsSignature = text.hashValue
+        let maps = MemoryMapEntry.parseAll(text)
+        self.maps = maps
+        var grouped: [String: [MemoryMapEntry]] = [:]
+        var order: [String] = []
+        for entry in maps {
+            let key: String
+            if entry.isFileBacked {
+                key = entry.path
+            } else if entry.path == "[vdso]" {
+                key = "[vdso]"
+            } else {
+                continue
+            }
+            if grouped[key] == nil { order.append(key) }
+            grouped[key, default: []].append(entry)
+        }
+        var modules: [LoadedModule] = []
+        for path in order {
+            let mappings = grouped[path]!
+            let image: ElfImage?
+            if path == "[vdso]" {
+                image = ProcessModules.vdsoImage(pid: pid, mapping: mappings[0])
+            } else {
+                let cleanPath = path.hasSuffix(" (deleted)") ? String(path.dropLast(10)) : path
+                image = cache.image(atPath: "/proc/\(pid)/root" + cleanPath, displayPath: cleanPath)
+            }
+            modules.append(LoadedModule(path: path, mappings: mappings, image: image))
+        }
+        self.modules = modules.sorted { $0.start < $1.start }
+        var ranges: [(start: UInt64, end: UInt64, module: Int)] = []
+        for (index, module) in self.modules.enumerated() {
+            for mapping in module.mappings { ranges.append((mapping.start, mapping.end, index)) }
+        }
+        self.ranges = ranges.sorted { $0.start < $1.start }
+    }
+
+    /// The vDSO has no file; its image is read from the target's memory.
+    private static func vdsoImage(pid: Int32, mapping: MemoryMapEntry) -> ElfImage? {
+        let size = Int(mapping.end - mapping.start)
+        guard size > 0, size <= 1 << 20 else { return nil }
+        var bytes = [UInt8](repeating: 0, count: size)
+        let n = bytes.withUnsafeMutableBytes { TargetMemory.read(pid: pid, address: mapping.start, into: $0) }
+        guard n == size else { return nil }
+        return try? ElfImage(memory: bytes, path: "[vdso]")
+    }
+
+    /// The module whose mappings contain `address`: a binary search over every mapping.
+    public func module(containing address: UInt64) -> LoadedModule? {
+        var low = 0
+        var high = ranges.count
+        while low < high {
+            let mid = (low + high) / 2
+            if ranges[mid].start <= address { low = mid + 1 } else { high = mid }
+        }
+        guard low > 0 else { return nil }
+        let range = ranges[low - 1]
+        return address < range.end ? modules[range.module] : nil
+    }
+
+    public func mapping(containing address: UInt64) -> MemoryMapEntry? {
+        maps.first { $0.contains(address) }
+    }
+}

@@ -1,0 +1,46 @@
+import ArgumentParser
+import Foundation
+import StallAgentKit
+
+struct Dump: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Print where a process's main thread is right now (like eu-stack -p).",
+        discussion: """
+            Shows the main thread's state (running, idle in epoll_wait, blocked in a call, \
+            waiting on a lock and its owner) and its symbolized stack, innermost frame first. \
+            A blocked or idle thread is read without stopping it; a running thread is stopped \
+            only while its registers and stack are copied (tens of microseconds).
+
+            Example: stallagent dump --pid 1234 --all-threads
+            """)
+
+    @Option(name: .long, help: "The process to inspect.")
+    var pid: Int32
+
+    @Flag(name: .long, help: "Dump every thread, not just the main thread.")
+    var allThreads = false
+
+    @Flag(name: .long, help: "Print JSON (frame fields as in stall reports) instead of text.")
+    var json = false
+
+    @Option(name: .long, help: "Most stack bytes copied per thread.")
+    var maxStack: Int = 512 * 1024
+
+    func run() throws {
+        try runReportingErrors {
+            var options = ThreadCapturer.Options()
+            options.maxStackBytes = maxStack
+            options.stopDeadlineNanos = 1_000_000_000
+            let inspector = try ProcessInspector(pid: pid, capturer: ThreadCapturer(options: options))
+            let dump = try inspector.dumpProcess(allThreads: allThreads)
+            if json {
+                let encoder = JSONEncoder()
+                encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+                let data = try encoder.encode(dump)
+                FileHandleOutput.standardOutput(String(decoding: data, as: UTF8.self) + "\n")
+            } else {
+                FileHandleOutput.standardOutput(DumpTextRenderer.render(dump))
+            }
+        }
+    }
+}
