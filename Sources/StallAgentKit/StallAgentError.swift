@@ -22,7 +22,7 @@ public enum StallAgentError: Error, CustomStringConvertible, Equatable {
             return "no process with pid \(pid)"
         case .permissionDenied(let pid, let operation):
             return """
-                not allowed to \(operation) process \(pid). Tracing needs the same user as the \
+                not allowed to trace process \(pid) (\(operation) was refused). Tracing needs the same user as the \
                 target plus a permissive ptrace policy, or CAP_SYS_PTRACE. Fix: run as the target's \
                 user or as root (sudo), or grant the capability (setcap cap_sys_ptrace+ep \
                 $(command -v stallagent)); if /proc/sys/kernel/yama/ptrace_scope is 1 or more, \

@@ -205,12 +205,16 @@ public final class ThreadCapturer {
         switch code {
         case ESRCH: return ProcFS.exists(pid: pid) ? .targetExited(pid: pid) : .noSuchProcess(pid: pid)
         case EPERM, EACCES:
+            // An exiting process refuses PTRACE_SEIZE with EPERM too.
+            guard let statusText = try? ProcFS.readText("/proc/\(pid)/status", pid: pid),
+                  let processStatus = ProcStatus.parse(statusText), processStatus.state != "Z", processStatus.state != "X"
+            else { return .targetExited(pid: pid) }
             if let status = try? ProcFS.readText("/proc/\(pid)/task/\(tid)/status", pid: pid),
                let parsed = ProcStatus.parse(status), parsed.tracerPid != 0, parsed.tracerPid != getpid()
             {
                 return .alreadyTraced(pid: pid, tracer: parsed.tracerPid)
             }
-            return .permissionDenied(pid: pid, operation: "trace")
+            return .permissionDenied(pid: pid, operation: "PTRACE_SEIZE")
         default: return .system(operation: "PTRACE_SEIZE", errno: code)
         }
     }

@@ -143,6 +143,14 @@ public final class ElfImage {
         return bytes.loadUnaligned(fromByteOffset: Int(offset), as: UInt64.self)
     }
 
+    /// Reads `count` bytes at a virtual address (for instruction checks), or nil.
+    public func readBytes(atVirtualAddress vaddr: UInt64, count: Int) -> [UInt8]? {
+        guard let offset = fileOffset(forVirtualAddress: vaddr), offset + UInt64(count) <= UInt64(bytes.count) else {
+            return nil
+        }
+        return Array(bytes[Int(offset)..<Int(offset) + count])
+    }
+
     // MARK: Symbols
 
     public func symbol(forVirtualAddress vaddr: UInt64) -> ElfSymbolTable.Match? {

@@ -38,6 +38,23 @@ public final class LoadedModule {
     /// The module-relative address (ELF virtual address) of a target address.
     public func moduleOffset(of address: UInt64) -> UInt64 { address &- bias }
 
+    /// True when `address` follows a call instruction in this module's code: what a return
+    /// address on the stack must look like. Checks the encodings compilers emit on x86-64:
+    /// call rel32 (E8), and indirect calls (FF /2) of 2 to 7 bytes.
+    public func followsCallInstruction(_ address: UInt64) -> Bool {
+        guard let image, mappings.contains(where: { $0.executable && $0.contains(address) }),
+              let bytes = image.readBytes(atVirtualAddress: (address &- bias) &- 7, count: 7)
+        else { return false }
+        if bytes[2] == 0xE8 { return true }
+        for length in 2...7 {
+            let opcodeIndex = 7 - length
+            guard bytes[opcodeIndex] == 0xFF, opcodeIndex + 1 < 7 else { continue }
+            let modrm = bytes[opcodeIndex + 1]
+            if (modrm >> 3) & 7 == 2 { return true }
+        }
+        return false
+    }
+
     /// Reads a word of the module's file image at a target address.
     @inline(__always)
     func readWord(at address: UInt64) -> UInt64? {

@@ -12,6 +12,9 @@ public final class SnapshotUnwinder {
         var stackStart: UInt64 = 0
         var stack: UnsafeRawBufferPointer = UnsafeRawBufferPointer(start: nil, count: 0)
         var lastError: UnwindEnd?
+        /// The stack pointer of the frame being stepped, for frame-pointer recovery.
+        var currentFrameSP: UInt64 = 0
+        var recoveredFramePointer = false
         /// Per-module search tables handed to libunwind; kept alive while the modules are.
         var tables: [ObjectIdentifier: UnsafeMutablePointer<unw_dyn_info_t>] = [:]
 
@@ -34,6 +37,28 @@ public final class SnapshotUnwinder {
             info.pointee.u.rti.table_len = header.fdeCount
             tables[key] = info
             return info
+        }
+
+        /// A snapshot taken without stopping the thread has no RBP. Code built with frame
+        /// pointers needs it (CFA = RBP + 16), so look for the frame record the function
+        /// pushed: the first slot at or above the frame's SP holding a saved RBP (zero or a
+        /// higher stack address) followed by a return address that follows a call
+        /// instruction. The unwind that uses it is then checked like any other.
+        func recoverFramePointer() -> UInt64? {
+            let stackEnd = stackStart &+ UInt64(stack.count)
+            var address = (max(currentFrameSP, stackStart) + 7) & ~7
+            let limit = min(stackEnd &- 16, address &+ 64 * 1024)
+            while address <= limit {
+                if let saved = readWord(address), let returnAddress = readWord(address + 8),
+                   saved == 0 || (saved > address && saved < stackEnd),
+                   let module = modules.module(containing: returnAddress),
+                   module.followsCallInstruction(returnAddress)
+                {
+                    return address
+                }
+                address += 8
+            }
+            return nil
         }
 
         @inline(__always)
@@ -89,6 +114,7 @@ public final class SnapshotUnwinder {
             context.stackStart = snapshot.stackStart
             context.stack = stackBytes
             context.lastError = nil
+            context.recoveredFramePointer = false
             defer { context.stack = UnsafeRawBufferPointer(start: nil, count: 0) }
             let arg = Unmanaged.passUnretained(context).toOpaque()
             var frames: [UnwoundFrame] = []
@@ -111,6 +137,7 @@ public final class SnapshotUnwinder {
                     break
                 }
                 frames.append(UnwoundFrame(address: ip, stackPointer: sp, isSignalFrame: signal))
+                context.currentFrameSP = sp
                 let step = sa_unw_step(cursor)
                 if step == 0 {
                     end = .complete
@@ -121,7 +148,7 @@ public final class SnapshotUnwinder {
                     break
                 }
             }
-            return UnwoundStack(frames: frames, end: end)
+            return UnwoundStack(frames: frames, end: end, recoveredFramePointer: context.recoveredFramePointer)
         }
     }
 
@@ -173,6 +200,12 @@ public final class SnapshotUnwinder {
     ) -> Int32 = { _, register, value, write, arg in
         guard write == 0, let arg, let value else { return -Int32(UNW_EINVAL.rawValue) }
         let context = Unmanaged<Context>.fromOpaque(arg).takeUnretainedValue()
+        if Int(register) == RegisterFile.rbp, context.registers[RegisterFile.rbp] == nil,
+           let recovered = context.recoverFramePointer()
+        {
+            context.registers[RegisterFile.rbp] = recovered
+            context.recoveredFramePointer = true
+        }
         guard let word = context.registers[Int(register)] else {
             context.lastError = .missingRegister
             return -Int32(UNW_EBADREG.rawValue)

@@ -33,4 +33,12 @@ public enum UnwindEnd: String, Sendable, Codable {
 public struct UnwoundStack: Sendable {
     public var frames: [UnwoundFrame]
     public var end: UnwindEnd
+    /// RBP was not captured and was found by scanning for a frame record.
+    public var recoveredFramePointer = false
+
+    public init(frames: [UnwoundFrame], end: UnwindEnd, recoveredFramePointer: Bool = false) {
+        self.frames = frames
+        self.end = end
+        self.recoveredFramePointer = recoveredFramePointer
+    }
 }

@@ -1,0 +1,78 @@
+import Testing
+
+@testable import StallAgentKit
+
+@Suite struct ProcParserTests {
+    @Test func statWithParenthesesAndSpacesInName() throws {
+        let line = "4242 (my (weird) name) S 1 4242 4242 0 -1 4194560 150 0 0 0 12 34 0 0 20 0 3 0 98765 1000 200 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0\n"
+        let stat = try #require(ProcThreadStat.parse(line))
+        #expect(stat.name == "my (weird) name")
+        #expect(stat.state == "S")
+        #expect(stat.ppid == 1)
+        #expect(stat.userTicks == 12)
+        #expect(stat.systemTicks == 34)
+        #expect(stat.startTicks == 98765)
+        #expect(stat.processor == 1)
+    }
+
+    @Test func statRejectsGarbage() {
+        #expect(ProcThreadStat.parse("") == nil)
+        #expect(ProcThreadStat.parse("12 (x") == nil)
+        #expect(ProcThreadStat.parse("12 (x) S") == nil)
+    }
+
+    @Test func syscallForms() throws {
+        #expect(ProcSyscallInfo.parse("running\n") == .running)
+        #expect(ProcSyscallInfo.parse("-1 0x7ffd1234 0x7f00abcd\n") == .blockedOutsideSyscall(sp: 0x7ffd1234, pc: 0x7f00abcd))
+        let epoll = try #require(ProcSyscallInfo.parse("232 0x4 0x7ffc8ee0e3a0 0x20 0xffffffff 0x0 0x8 0x7ffc8ee0e388 0x7f2b1c0e5ef3\n"))
+        #expect(epoll.syscallNumber == 232)
+        #expect(epoll.syscallName == "epoll_wait")
+        #expect(epoll.stackPointer == 0x7ffc8ee0e388)
+        #expect(epoll.programCounter == 0x7f2b1c0e5ef3)
+        #expect(ProcSyscallInfo.parse("202 0x1 0x2\n") == nil)
+        #expect(ProcSyscallInfo.parse("") == nil)
+        #expect(ProcSyscallInfo.name(ofSyscall: 9999) == "syscall_9999")
+        #expect(ProcSyscallInfo.number(ofSyscall: "epoll_pwait") == 281)
+    }
+
+    @Test func schedstat() throws {
+        let s = try #require(ProcSchedstat.parse("123456789 2345 17\n"))
+        #expect(s == ProcSchedstat(cpuNanos: 123_456_789, runQueueNanos: 2345, timeslices: 17))
+        #expect(ProcSchedstat.parse("12 x 3") == nil)
+    }
+
+    @Test func status() throws {
+        let text = "Name:\tredis-server\nUmask:\t0022\nState:\tS (sleeping)\nTgid:\t5521\nNgid:\t0\nPid:\t5522\nPPid:\t1\nTracerPid:\t0\nUid:\t998\t998\t998\t998\nThreads:\t5\nVmSize:\t  100 kB\n"
+        let status = try #require(ProcStatus.parse(text))
+        #expect(status.name == "redis-server")
+        #expect(status.state == "S")
+        #expect(status.tgid == 5521)
+        #expect(status.pid == 5522)
+        #expect(status.realUid == 998)
+        #expect(status.threads == 5)
+        #expect(status.hasUserMemory)
+        let kernel = try #require(ProcStatus.parse("Name:\tkthreadd\nState:\tS (sleeping)\nTgid:\t2\nPid:\t2\nPPid:\t0\n"))
+        #expect(!kernel.hasUserMemory)
+    }
+
+    @Test func maps() throws {
+        let text = """
+            55fbfde00000-55fbfde2c000 r--p 00000000 fe:01 1234   /usr/bin/redis server
+            55fbfde2c000-55fbfdf00000 r-xp 0002c000 fe:01 1234   /usr/bin/redis server
+            7f0000000000-7f0000021000 rw-p 00000000 00:00 0
+            7ffd00000000-7ffd00021000 rw-p 00000000 00:00 0      [stack]
+            7f1000000000-7f1000001000 r-xp 00000000 fe:01 99     /tmp/lib.so (deleted)
+            garbage line
+            """
+        let entries = MemoryMapEntry.parseAll(text)
+        #expect(entries.count == 5)
+        #expect(entries[0].path == "/usr/bin/redis server")
+        #expect(entries[1].executable && !entries[1].writable)
+        #expect(entries[1].fileOffset == 0x2c000)
+        #expect(entries[0].isFileBacked)
+        #expect(!entries[2].isFileBacked && entries[2].path.isEmpty)
+        #expect(entries[3].path == "[stack]")
+        #expect(entries[4].isDeleted)
+        #expect(entries[1].contains(0x55fbfde2c000) && !entries[1].contains(0x55fbfdf00000))
+    }
+}
