@@ -19,7 +19,7 @@ struct StallAgentCommand: ParsableCommand {
             5 not traceable (zombie, kernel thread, already traced); 6 capture timed out; \
             64 bad arguments; 73 report directory unusable; 1 other errors.
             """,
-        subcommands: [Dump.self]
+        subcommands: [Dump.self, Bench.self]
     )
 }
 

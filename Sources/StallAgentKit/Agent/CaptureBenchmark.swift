@@ -1,0 +1,232 @@
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `stallagent bench`: the figures behind the capture goals, measured against real fixture
+/// processes. Target pauses are measured by the target itself (its clock-gap log), not by
+/// the agent, so they include everything the target actually felt.
+public final class CaptureBenchmark {
+    public let fixtures: URL
+    public let agentBinary: URL
+    public var captures = 100
+    public var rateHz = 20.0
+    public var log: (String) -> Void = { print($0); fflush(stdout) }
+
+    public init(fixtures: URL, agentBinary: URL) {
+        self.fixtures = fixtures
+        self.agentBinary = agentBinary
+    }
+
+    final class Fixture {
+        let process = Process()
+        let gapsPath: String?
+        var pid: Int32 { process.processIdentifier }
+
+        init(_ executable: URL, _ arguments: [String], gapsPath: String?) throws {
+            self.gapsPath = gapsPath
+            let out = FileManager.default.temporaryDirectory.appendingPathComponent("bench-\(UUID().uuidString)")
+            FileManager.default.createFile(atPath: out.path, contents: nil)
+            process.executableURL = executable
+            process.arguments = arguments
+            process.standardOutput = try FileHandle(forWritingTo: out)
+            try process.run()
+            let deadline = Date().addingTimeInterval(10)
+            while Date() < deadline {
+                if let text = try? String(contentsOf: out, encoding: .utf8), text.contains("ready") { break }
+                usleep(5000)
+            }
+            usleep(100_000)
+        }
+
+        func finish() throws -> TargetGapLog? {
+            kill(pid, SIGTERM)
+            let deadline = Date().addingTimeInterval(10)
+            while process.isRunning && Date() < deadline { usleep(5000) }
+            if process.isRunning { kill(pid, SIGKILL) }
+            process.waitUntilExit()
+            guard let gapsPath else { return nil }
+            defer { unlink(gapsPath) }
+            return try TargetGapLog(path: gapsPath)
+        }
+    }
+
+    func gapsPath() -> String {
+        FileManager.default.temporaryDirectory.appendingPathComponent("gaps-\(UUID().uuidString)").path
+    }
+
+    func pace(_ index: Int, start: UInt64) {
+        let due = start + UInt64(Double(index) * 1e9 / rateHz)
+        let now = MonotonicTime.nanos()
+        if due > now { usleep(UInt32((due - now) / 1000)) }
+    }
+
+    func micros(_ values: [UInt64]) -> Percentiles { Percentiles(values.map { Double($0) / 1000 }) }
+
+    func row(_ label: String, _ p: Percentiles, _ extra: String = "") -> String {
+        func f(_ v: Double) -> String { String(format: "%8.1f", v) }
+        return label.padding(toLength: 30, withPad: " ", startingAt: 0) + f(p.p50) + f(p.p90) + f(p.p99) + f(p.max) + "  " + extra
+    }
+
+    /// Floor and capture against one running fixture; returns (floor p50, capture p50).
+    func runningTarget(_ title: String, _ arguments: [String]) throws -> (Double, Double) {
+        let gaps = gapsPath()
+        let fixture = try Fixture(fixtures, arguments + ["--gaps", gaps], gapsPath: gaps)
+        let inspector = try ProcessInspector(pid: fixture.pid)
+        var floorWindows: [(UInt64, UInt64)] = []
+        var captureWindows: [(UInt64, UInt64)] = []
+        var agentPauses: [UInt64] = []
+        var unwindNanos: [UInt64] = []
+        var symbolizeNanos: [UInt64] = []
+        var frameCounts: [Int] = []
+        do {
+            let probe = try PtraceFloorProbe(tid: fixture.pid)
+            let start = MonotonicTime.nanos()
+            for i in 0..<captures {
+                pace(i, start: start)
+                floorWindows.append(try probe.cycle())
+            }
+            probe.detach()
+        }
+        usleep(100_000)
+        let start = MonotonicTime.nanos()
+        for i in 0..<captures {
+            pace(i, start: start)
+            let before = MonotonicTime.nanos()
+            let snapshot = try inspector.capturer.captureStopped(pid: fixture.pid, tid: fixture.pid, stackEnd: inspector.stackEnd)
+            captureWindows.append((before, MonotonicTime.nanos()))
+            agentPauses.append(snapshot.pauseNanos)
+            let t0 = MonotonicTime.nanos()
+            let stack = inspector.unwinder.unwind(snapshot)
+            let t1 = MonotonicTime.nanos()
+            _ = inspector.symbolizer.symbolize(stack)
+            let t2 = MonotonicTime.nanos()
+            unwindNanos.append(t1 - t0)
+            symbolizeNanos.append(t2 - t1)
+            frameCounts.append(stack.frames.count)
+        }
+        guard let log = try fixture.finish() else { return (0, 0) }
+        let floor = micros(floorWindows.map { log.pause(during: $0.0, $0.1) })
+        let capture = micros(captureWindows.map { log.pause(during: $0.0, $0.1) })
+        let frames = frameCounts.sorted()[frameCounts.count / 2]
+        self.log("\n\(title): \(frames) frames, \(captures) captures at \(Int(rateHz)) Hz")
+        self.log("  target pause, µs (measured by the target)   p50     p90     p99     max")
+        self.log(row("  bare ptrace floor", floor, "INTERRUPT+wait+GETREGS+CONT, attached"))
+        self.log(row("  stallagent capture", capture, String(format: "ratio to floor (p50): %.2fx", floor.p50 > 0 ? capture.p50 / floor.p50 : 0)))
+        self.log(row("  agent-side stop window", micros(agentPauses), "interrupt → detach, agent clock"))
+        self.log(row("  unwind (target running)", micros(unwindNanos)))
+        self.log(row("  symbolize (target running)", micros(symbolizeNanos)))
+        return (floor.p50, capture.p50)
+    }
+
+    func blockedTarget(_ title: String, _ arguments: [String]) throws {
+        let fixture = try Fixture(fixtures, arguments, gapsPath: nil)
+        let inspector = try ProcessInspector(pid: fixture.pid)
+        var stops = 0
+        var failures = 0
+        var times: [UInt64] = []
+        for _ in 0..<captures {
+            let t0 = MonotonicTime.nanos()
+            do {
+                let dump = try inspector.dump(tid: fixture.pid)
+                if dump.captureMethod == .ptraceStop { stops += 1 }
+                if dump.frames.isEmpty { failures += 1 }
+            } catch { failures += 1 }
+            times.append(MonotonicTime.nanos() - t0)
+        }
+        _ = try fixture.finish()
+        log("\n\(title): \(captures) dumps")
+        log("  ptrace stops: \(stops)   failed captures: \(failures)   agent time per dump p50 \(String(format: "%.1f", micros(times).p50)) µs")
+    }
+
+    /// Idle target: counts the EINTRs the target saw across the dumps.
+    func idleTarget() throws {
+        let out = FileManager.default.temporaryDirectory.appendingPathComponent("bench-idle-\(UUID().uuidString)")
+        FileManager.default.createFile(atPath: out.path, contents: nil)
+        defer { unlink(out.path) }
+        let process = Process()
+        process.executableURL = fixtures
+        process.arguments = ["idle"]
+        process.standardOutput = try FileHandle(forWritingTo: out)
+        try process.run()
+        defer {
+            if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+            process.waitUntilExit()
+        }
+        while !((try? String(contentsOf: out, encoding: .utf8)) ?? "").contains("ready") { usleep(5000) }
+        let inspector = try ProcessInspector(pid: process.processIdentifier)
+        var stops = 0
+        for _ in 0..<captures {
+            if try inspector.dump(tid: process.processIdentifier).captureMethod == .ptraceStop { stops += 1 }
+        }
+        kill(process.processIdentifier, SIGUSR1)
+        var line = ""
+        for _ in 0..<200 {
+            let text = (try? String(contentsOf: out, encoding: .utf8)) ?? ""
+            if let found = text.split(separator: "\n").first(where: { $0.hasPrefix("eintr=") }) {
+                line = String(found)
+                break
+            }
+            usleep(10_000)
+        }
+        log("\nidle target (epoll_wait): \(captures) dumps")
+        log("  ptrace stops: \(stops)   target reports: \(line)")
+    }
+
+    /// One-shot tools against the same running target: wall time and the pause it felt.
+    func oneShotTools() throws {
+        let gaps = gapsPath()
+        let fixture = try Fixture(fixtures, ["spin-timed", "--gaps", gaps], gapsPath: gaps)
+        var results: [(String, [UInt64], [(UInt64, UInt64)])] = []
+        let tools: [(String, String, [String], Int)] = [
+            ("stallagent dump", agentBinary.path, ["dump", "--pid", "\(fixture.pid)"], 10),
+            ("eu-stack -p", "/usr/bin/eu-stack", ["-p", "\(fixture.pid)"], 10),
+            ("gdb -batch -ex bt", "/usr/bin/gdb", ["-q", "-batch", "-ex", "bt", "-p", "\(fixture.pid)"], 3),
+        ]
+        for (name, path, arguments, runs) in tools {
+            guard FileManager.default.isExecutableFile(atPath: path) else {
+                log("  (\(name): not installed, skipped)")
+                continue
+            }
+            var walls: [UInt64] = []
+            var windows: [(UInt64, UInt64)] = []
+            for _ in 0..<runs {
+                let p = Process()
+                p.executableURL = URL(fileURLWithPath: path)
+                p.arguments = arguments
+                p.standardOutput = FileHandle.nullDevice
+                p.standardError = FileHandle.nullDevice
+                let t0 = MonotonicTime.nanos()
+                try p.run()
+                p.waitUntilExit()
+                let t1 = MonotonicTime.nanos()
+                walls.append(t1 - t0)
+                windows.append((t0, t1))
+                usleep(100_000)
+            }
+            results.append((name, walls, windows))
+        }
+        guard let log = try fixture.finish() else { return }
+        self.log("\none-shot dump of a running target (spin), wall time and the target's longest pause per run")
+        self.log("                                 wall ms p50     target pause µs p50     max")
+        for (name, walls, windows) in results {
+            let wall = Percentiles(walls.map { Double($0) / 1e6 })
+            let pause = micros(windows.map { log.pause(during: $0.0, $0.1) })
+            self.log(name.padding(toLength: 30, withPad: " ", startingAt: 0)
+                + String(format: "  %10.1f          %10.1f  %10.1f", wall.p50, pause.p50, pause.max))
+        }
+    }
+
+    public func run() throws {
+        log("stallagent capture benchmark — \(ProcessInfo.processInfo.activeProcessorCount) CPUs")
+        let (f1, c1) = try runningTarget("running target, shallow (spin-timed)", ["spin-timed"])
+        let (f2, c2) = try runningTarget("running target, deep (deep 120)", ["deep", "120"])
+        log(String(format: "\ngoal: capture pause ≤ 1.5x floor, independent of depth → shallow %.2fx, deep %.2fx; deep/shallow capture %.2fx",
+                   f1 > 0 ? c1 / f1 : 0, f2 > 0 ? c2 / f2 : 0, c1 > 0 ? c2 / c1 : 0))
+        try blockedTarget("blocked target (nanosleep)", ["sleep"])
+        try blockedTarget("blocked target (pipe read)", ["pipe"])
+        try idleTarget()
+        try oneShotTools()
+    }
+}

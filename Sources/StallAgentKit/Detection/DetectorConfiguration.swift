@@ -1,0 +1,53 @@
+/// Settings of `StallDetector`. Times are seconds on the agent's monotonic clock.
+public struct DetectorConfiguration: Hashable, Codable, Sendable {
+    /// Age at which a busy episode becomes a stall once the process has been seen idle.
+    public var threshold: Double
+    /// Age at which a busy episode becomes a stall while the process has never been seen idle
+    /// (start-up). Never effectively below `threshold`: see `threshold(for:)`.
+    public var launchThreshold: Double
+    /// Minimum time between two stack samples of a busy thread.
+    public var sampleInterval: Double
+    /// Samples kept per episode; older ones are dropped (60 s at the defaults).
+    public var ringCapacity: Int
+    /// Re-capture an unchanged stall at threshold × 1, 1, 2, 3, 5, 8 … after detection.
+    /// Off: re-capture every `threshold` instead (still at once when the stack changes).
+    public var annealing: Bool
+    /// True when the target is (re)started under the agent, so its first episode is start-up.
+    /// The agent sets false when attaching to a process that is already running (`--pid`):
+    /// a busy first probe there is not start-up and gets the loop threshold.
+    public var startsInLaunchPhase: Bool
+    /// Minimum time between two "stack changed" updates, so a thread alternating between two
+    /// equally heavy stacks does not rewrite its report every few samples.
+    public var minimumUpdateSpacing: Double
+    /// How reasons are derived from the state breakdown.
+    public var classifier: StallReasonClassifier
+
+    public init(
+        threshold: Double = 1.0,
+        launchThreshold: Double = 10.0,
+        sampleInterval: Double = 0.05,
+        ringCapacity: Int = 1200,
+        annealing: Bool = true,
+        startsInLaunchPhase: Bool = true,
+        minimumUpdateSpacing: Double = 0.25,
+        classifier: StallReasonClassifier = StallReasonClassifier()
+    ) {
+        self.threshold = threshold
+        self.launchThreshold = launchThreshold
+        self.sampleInterval = sampleInterval
+        self.ringCapacity = ringCapacity
+        self.annealing = annealing
+        self.startsInLaunchPhase = startsInLaunchPhase
+        self.minimumUpdateSpacing = minimumUpdateSpacing
+        self.classifier = classifier
+    }
+
+    /// The threshold for an episode of this phase. Start-up is never held to a stricter limit
+    /// than the loop, so a `--threshold` above the launch threshold applies to both.
+    public func threshold(for phase: StallPhase) -> Double {
+        switch phase {
+        case .loop: return threshold
+        case .launch: return max(threshold, launchThreshold)
+        }
+    }
+}

@@ -1,0 +1,363 @@
+/// The episode state machine of DESIGN.md §2: turns a stream of probes of the main thread into
+/// busy episodes, stalls, and snapshots of them. Pure: it reads no clock, file or process; every
+/// call carries its time (monotonic seconds), so tests drive it with made-up streams.
+///
+/// How the agent drives it, every probe:
+/// ```
+/// events += detector.observe(observation)
+/// if detector.wantsSample(at: now) { events += detector.record(captureStack()) }
+/// ```
+/// and `finish(at:targetGone:)` when it stops watching or the target exits.
+///
+/// Episode boundaries and time accounting:
+/// - A busy episode starts at the first busy probe (running, lockWait, ioWait, blockedCall)
+///   after idle, and ends at the first idle probe; those probes' times are its start and end.
+///   The real transitions happened somewhere in the probe interval before each of those probes.
+///   Both edges lag by the same distribution, so the measured duration is unbiased and within
+///   one probe interval of the truth (a midpoint estimate would narrow the error only for the
+///   edges, at the cost of dating the report before anything was observed).
+/// - Each interval between probes counts as the activity seen at its start (sample-and-hold).
+/// - `stopped` neither starts an episode nor ages one: time held in `stopped` is excluded from
+///   the stall age, so SIGSTOP / a debugger stop alone never produces a stall, and a stop in the
+///   middle of a busy episode pauses its clock instead of resetting it.
+/// - Phase: `launch` until the process is first seen idle (`launchThreshold`), `loop` after
+///   (`threshold`). An episode keeps the phase it started in.
+/// - `gone` ends everything like `finish(at:targetGone: true)`.
+public struct StallDetector: Sendable {
+    public let configuration: DetectorConfiguration
+    /// False while the process has not yet been seen idle (start-up).
+    public private(set) var hasSeenIdle: Bool
+    /// The current episode's retained samples (cleared when the next episode starts).
+    public private(set) var ring: SampleRing
+
+    private var lastObservation: ThreadObservation?
+    private var episode: Episode?
+    private var nextStallID = 1
+
+    /// Tolerance for comparing ages and times built by summing intervals.
+    private static let epsilon = 1e-9
+
+    private struct OpenStall: Sendable {
+        var id: Int
+        var revision = 0
+        var schedule: StallAnnealingSchedule
+        /// The heaviest group the last emitted snapshot showed; a different leader that
+        /// outnumbers it triggers a `stackChanged` update.
+        var reportedLeader: HeaviestStackTracker.GroupKey?
+        /// Time of the last emitted snapshot, for `minimumUpdateSpacing`.
+        var lastEmitTime: Double
+    }
+
+    private struct Episode: Sendable {
+        var phase: StallPhase
+        var startTime: Double
+        /// Time of the latest probe accounted.
+        var lastTime: Double
+        var stoppedSeconds: Double = 0
+        var states = StallStateAccumulator()
+        var heaviest = HeaviestStackTracker()
+        var stallFrame = StallFrameTracker()
+        /// Samples stored during the episode (the ring may hold fewer).
+        var sampleCount = 0
+        var firstSampleTime: Double?
+        var lastSampleTime: Double?
+        /// Time of the last `record` call, stored or not, for the sample interval.
+        var lastSampleAttempt: Double?
+        var deadlock = false
+        var stall: OpenStall?
+
+        init(phase: StallPhase, startTime: Double) {
+            self.phase = phase
+            self.startTime = startTime
+            self.lastTime = startTime
+        }
+
+        /// Stall age: time since the start less the time spent stopped.
+        var age: Double { max(0, lastTime - startTime - stoppedSeconds) }
+    }
+
+    public init(configuration: DetectorConfiguration = DetectorConfiguration()) {
+        self.configuration = configuration
+        self.hasSeenIdle = !configuration.startsInLaunchPhase
+        self.ring = SampleRing(capacity: configuration.ringCapacity)
+    }
+
+    // MARK: - State the agent may read
+
+    /// The phase a busy episode starting now would have.
+    public var phase: StallPhase { hasSeenIdle ? .loop : .launch }
+    /// True while a busy episode is open (including while it is stopped).
+    public var isInEpisode: Bool { episode != nil }
+    /// True while the open episode has become a stall.
+    public var isStalled: Bool { episode?.stall != nil }
+    /// The open stall's id.
+    public var currentStallID: Int? { episode?.stall?.id }
+    public var episodeStartTime: Double? { episode?.startTime }
+    /// The open episode's age (stopped time excluded) as of the latest probe.
+    public var episodeAge: Double? { episode?.age }
+    /// The open episode's phase.
+    public var episodePhase: StallPhase? { episode?.phase }
+    /// The activity of the latest probe.
+    public var lastActivity: ThreadActivity? { lastObservation?.activity }
+
+    /// When the next sample is due while the thread is busy (nil when it should not be sampled),
+    /// so the agent can plan its capture rather than ask every probe.
+    public var nextSampleTime: Double? {
+        guard let episode, let last = lastObservation, last.activity.isBusy else { return nil }
+        guard let previous = episode.lastSampleAttempt else { return last.time }
+        return previous + configuration.sampleInterval
+    }
+
+    // MARK: - Driving
+
+    /// Feeds one probe. Observations older than the previous one are ignored (a clock that went
+    /// backwards would otherwise produce negative intervals).
+    public mutating func observe(_ observation: ThreadObservation) -> [DetectorEvent] {
+        if let previous = lastObservation {
+            guard observation.time >= previous.time else { return [] }
+            if episode != nil { account(from: previous, to: observation) }
+        }
+        lastObservation = observation
+        var events: [DetectorEvent] = []
+        switch observation.activity {
+        case .gone:
+            events += checkAge(at: observation.time)
+            events += closeEpisode(at: observation.time, ending: .targetDied)
+            forgetTarget()
+        case .idle:
+            if episode != nil {
+                // The interval just accounted may itself cross the threshold: such an episode is
+                // a stall, reported and finalised at once.
+                events += checkAge(at: observation.time)
+                events += closeEpisode(at: observation.time, ending: .returnedToIdle)
+            }
+            if !hasSeenIdle {
+                hasSeenIdle = true
+                events.append(.launchPhaseEnded(at: observation.time))
+            }
+        case .stopped:
+            events += checkAge(at: observation.time)
+        case .running, .lockWait, .ioWait, .blockedCall:
+            if episode == nil {
+                startEpisode(at: observation.time)
+            }
+            events += checkAge(at: observation.time)
+        }
+        return events
+    }
+
+    /// True when the agent should capture a stack now: only while an episode is open and the
+    /// latest probe saw the thread busy (never idle: a ptrace stop makes epoll_wait return
+    /// EINTR; never stopped: nothing moves), and at least `sampleInterval` after the previous
+    /// `record` call of this episode.
+    public func wantsSample(at time: Double) -> Bool {
+        guard let due = nextSampleTime else { return false }
+        return time + Self.epsilon >= due
+    }
+
+    /// Stores a sample of the current episode. Call it also when a capture failed, with empty
+    /// `frames`: that restarts the sample interval without storing anything. Samples taken
+    /// outside an episode, or that found the thread idle or gone, are not stored.
+    /// May return a `stackChanged` update when the stall's heaviest stack changed.
+    public mutating func record(_ sample: StackSample) -> [DetectorEvent] {
+        guard var current = episode, sample.time + Self.epsilon >= current.startTime else { return [] }
+        episode = nil  // hold the only reference, so the mutations below do not copy its tables
+        current.lastSampleAttempt = max(current.lastSampleAttempt ?? sample.time, sample.time)
+        let storable = !sample.frames.isEmpty && sample.activity != .idle && sample.activity != .gone
+        if storable {
+            current.sampleCount += 1
+            current.firstSampleTime = current.firstSampleTime ?? sample.time
+            current.lastSampleTime = sample.time
+            current.heaviest.add(sample)
+            current.stallFrame.add(sample.frames)
+            ring.append(sample)
+        }
+        episode = current
+        return storable ? checkStackChange(at: sample.time) : []
+    }
+
+    /// The agent stops watching (`targetGone == false`) or the target died (`true`) at `time`:
+    /// accounts the time since the last probe, finalises an open stall (reason `died` when the
+    /// target died, with the underlying cause kept in `causeReason`) and closes the episode.
+    /// After a death the detector starts over in the launch phase (if so configured), ready for
+    /// a restarted target.
+    public mutating func finish(at time: Double, targetGone: Bool) -> [DetectorEvent] {
+        var events: [DetectorEvent] = []
+        if episode != nil, let previous = lastObservation {
+            if time > previous.time {
+                // Same counters: no schedstat delta is known for the tail, the on-CPU share of
+                // the measured part applies.
+                var tail = previous
+                tail.time = time
+                account(from: previous, to: tail)
+            }
+            events += checkAge(at: time)
+            events += closeEpisode(at: max(time, previous.time), ending: targetGone ? .targetDied : .monitoringStopped)
+        }
+        lastObservation = nil
+        if targetGone { forgetTarget() }
+        return events
+    }
+
+    /// The agent found (or no longer finds) a wait-for cycle through the main thread. The open
+    /// episode's cause becomes `deadlock` (code 0xdead10cc, like `lock`) whatever the time
+    /// breakdown says, since a cycle never resolves by waiting; an open stall gets an update.
+    public mutating func setDeadlock(_ isDeadlock: Bool, at time: Double) -> [DetectorEvent] {
+        guard episode != nil, episode?.deadlock != isDeadlock else { return [] }
+        episode?.deadlock = isDeadlock
+        guard episode?.stall != nil else { return [] }
+        return [emitUpdate(trigger: .deadlockChanged, at: time)]
+    }
+
+    /// An on-demand capture (reason `snapshot`, 0xbaaaaaad), stall or not. While an episode is
+    /// open it covers that episode; otherwise it covers nothing but `idleSample`, a stack the
+    /// agent captured without stopping the thread, if any. Takes a fresh id.
+    public mutating func captureSnapshot(at time: Double, idleSample: StackSample? = nil) -> StallSnapshot {
+        let id = nextStallID
+        nextStallID += 1
+        let threshold = configuration.threshold(for: episode?.phase ?? phase)
+        guard let current = episode else {
+            let samples = idleSample.map { [$0] } ?? []
+            var heaviest = HeaviestStackTracker()
+            var frames = StallFrameTracker()
+            for sample in samples {
+                heaviest.add(sample)
+                frames.add(sample.frames)
+            }
+            return StallSnapshot(
+                id: id, revision: 0, trigger: .requested, phase: phase, startTime: time, endTime: time,
+                ongoing: false, ending: nil, duration: 0, threshold: threshold, sampleCount: samples.count,
+                sampleInterval: configuration.sampleInterval, firstSampleTime: samples.first?.time,
+                lastSampleTime: samples.last?.time, stateBreakdown: StallStateBreakdown(), reason: .snapshot,
+                causeReason: .snapshot, deadlock: false, heaviestStack: heaviest.heaviest,
+                stallFrame: frames.stallFrame, callTree: CallTreeNode.build(from: samples),
+                fingerprint: StallFingerprint.make(reason: .snapshot, heaviestStack: heaviest.heaviest),
+                samples: samples)
+        }
+        var snapshot = makeSnapshot(of: current, id: id, revision: 0, trigger: .requested, ending: nil)
+        snapshot.reason = .snapshot
+        snapshot.ongoing = false
+        return snapshot
+    }
+
+    // MARK: - Internals
+
+    private mutating func startEpisode(at time: Double) {
+        ring.removeAll()
+        episode = Episode(phase: phase, startTime: time)
+    }
+
+    /// Attributes the interval between two probes to the episode.
+    private mutating func account(from previous: ThreadObservation, to next: ThreadObservation) {
+        guard var current = episode else { return }
+        episode = nil
+        current.states.add(from: previous, to: next)
+        if previous.activity == .stopped {
+            current.stoppedSeconds += next.time - previous.time
+        }
+        current.lastTime = max(current.lastTime, next.time)
+        episode = current
+    }
+
+    /// Opens the stall when the age crosses the threshold, or emits a scheduled re-capture.
+    private mutating func checkAge(at time: Double) -> [DetectorEvent] {
+        guard let current = episode else { return [] }
+        let age = current.age
+        if current.stall != nil {
+            guard episode?.stall?.schedule.advance(pastAge: age) == true else { return [] }
+            return [emitUpdate(trigger: .annealing, at: time)]
+        }
+        let threshold = configuration.threshold(for: current.phase)
+        guard age + Self.epsilon >= threshold else { return [] }
+        // Re-captures are counted from the nominal threshold, not the probe that noticed it, so
+        // the cadence is exactly threshold × 2, 3, 5, 8 … of stall age.
+        var schedule = StallAnnealingSchedule(base: threshold, unit: threshold, fibonacci: configuration.annealing)
+        schedule.advance(pastAge: age)  // a late probe must not trigger an update right away
+        let stall = OpenStall(
+            id: nextStallID, schedule: schedule, reportedLeader: current.heaviest.leader, lastEmitTime: time)
+        nextStallID += 1
+        episode?.stall = stall
+        return [.stallStarted(makeSnapshot(trigger: .detected, ending: nil))]
+    }
+
+    /// Emits an update when a different group has become the heaviest and clearly outnumbers
+    /// the one last reported. Requiring strictly more samples (not the tie that already makes it
+    /// the heaviest) keeps two alternating stacks from flip-flopping the report; the spacing
+    /// limit bounds rewrites further. The annealing sequence restarts from the current age.
+    private mutating func checkStackChange(at time: Double) -> [DetectorEvent] {
+        guard let current = episode, let stall = current.stall, let leader = current.heaviest.leader,
+            leader != stall.reportedLeader
+        else { return [] }
+        if let reported = stall.reportedLeader,
+            current.heaviest.count(for: reported) >= current.heaviest.count(for: leader)
+        {
+            return []
+        }
+        guard time - stall.lastEmitTime + Self.epsilon >= configuration.minimumUpdateSpacing else { return [] }
+        episode?.stall?.schedule.restart(at: current.age)
+        return [emitUpdate(trigger: .stackChanged, at: time)]
+    }
+
+    private mutating func emitUpdate(trigger: StallSnapshotTrigger, at time: Double) -> DetectorEvent {
+        episode?.stall?.revision += 1
+        // The same hysteresis as `checkStackChange`: a group that merely ties the reported one
+        // (and so shows in this snapshot, being the most recent) does not replace it, or the
+        // next sample of the old group would count as a change back.
+        if let current = episode, let leader = current.heaviest.leader {
+            let reported = current.stall?.reportedLeader
+            if reported.map({ current.heaviest.count(for: leader) > current.heaviest.count(for: $0) }) ?? true {
+                episode?.stall?.reportedLeader = leader
+            }
+        }
+        episode?.stall?.lastEmitTime = time
+        return .stallUpdated(makeSnapshot(trigger: trigger, ending: nil))
+    }
+
+    /// Finalises the open stall, if any, and reports the episode.
+    private mutating func closeEpisode(at time: Double, ending: StallEnding) -> [DetectorEvent] {
+        guard let current = episode else { return [] }
+        var events: [DetectorEvent] = []
+        if current.stall != nil {
+            episode?.stall?.revision += 1
+            events.append(.stallEnded(makeSnapshot(trigger: .ended, ending: ending)))
+        }
+        events.append(
+            .episodeEnded(
+                BusyEpisodeSummary(
+                    phase: current.phase, startTime: current.startTime, endTime: max(time, current.lastTime),
+                    duration: current.age, ending: ending, stateBreakdown: current.states.breakdown,
+                    sampleCount: current.sampleCount, stallID: current.stall?.id)))
+        episode = nil
+        return events
+    }
+
+    /// After the target died: a restarted target is a new launch.
+    private mutating func forgetTarget() {
+        lastObservation = nil
+        hasSeenIdle = !configuration.startsInLaunchPhase
+    }
+
+    private func makeSnapshot(trigger: StallSnapshotTrigger, ending: StallEnding?) -> StallSnapshot {
+        // Only called with an open stall.
+        let current = episode!
+        let stall = current.stall!
+        return makeSnapshot(of: current, id: stall.id, revision: stall.revision, trigger: trigger, ending: ending)
+    }
+
+    private func makeSnapshot(
+        of current: Episode, id: Int, revision: Int, trigger: StallSnapshotTrigger, ending: StallEnding?
+    ) -> StallSnapshot {
+        let breakdown = current.states.breakdown
+        let cause = current.deadlock ? StallReason.deadlock : configuration.classifier.classify(breakdown)
+        let heaviest = current.heaviest.heaviest
+        return StallSnapshot(
+            id: id, revision: revision, trigger: trigger, phase: current.phase, startTime: current.startTime,
+            endTime: current.lastTime, ongoing: ending == nil, ending: ending, duration: current.age,
+            threshold: configuration.threshold(for: current.phase), sampleCount: current.sampleCount,
+            sampleInterval: configuration.sampleInterval, firstSampleTime: current.firstSampleTime,
+            lastSampleTime: current.lastSampleTime, stateBreakdown: breakdown,
+            reason: ending == .targetDied ? .died : cause, causeReason: cause, deadlock: current.deadlock,
+            heaviestStack: heaviest, stallFrame: current.stallFrame.stallFrame, callTree: CallTreeNode.build(from: ring),
+            fingerprint: StallFingerprint.make(reason: cause, heaviestStack: heaviest), samples: ring.samples)
+    }
+}

@@ -1,0 +1,62 @@
+/// Finds the stall frame: the innermost frame, identified by function AND frame address (CFA),
+/// that is present in every sample of the episode — the activation doing the work in progress
+/// (DESIGN.md §2). The CFA makes recursion come out right: the same function at another stack
+/// depth is another activation and does not count as "still there".
+///
+/// Kept incrementally as the intersection of every sample's frame set, so it covers the whole
+/// episode even after the ring has dropped its first samples; a frame that vanished once can
+/// never come back into the intersection, which is exactly the "present in every sample" rule.
+public struct StallFrameTracker: Sendable {
+    /// What identifies an activation.
+    public struct Key: Hashable, Sendable {
+        public var function: String
+        public var cfa: UInt64
+
+        public init(function: String, cfa: UInt64) {
+            self.function = function
+            self.cfa = cfa
+        }
+
+        public init(_ frame: SampledFrame) {
+            self.init(function: frame.function, cfa: frame.cfa)
+        }
+    }
+
+    /// nil until the first sample; then the keys common to every sample so far.
+    private var common: Set<Key>?
+    /// The latest sample's frames, to order the common keys innermost-first and to report the
+    /// frame's current details (its address can differ between samples for frame 0).
+    private var latestFrames: [SampledFrame] = []
+    public private(set) var sampleCount = 0
+
+    public init() {}
+
+    /// Adds a sample's stack (innermost first); empty stacks (failed unwinds) are ignored so one
+    /// bad capture cannot erase the stall frame.
+    public mutating func add(_ frames: [SampledFrame]) {
+        guard !frames.isEmpty else { return }
+        sampleCount += 1
+        latestFrames = frames
+        if var keys = common {
+            if !keys.isEmpty {
+                keys.formIntersection(frames.lazy.map(Key.init))
+            }
+            common = keys
+        } else {
+            common = Set(frames.map(Key.init))
+        }
+    }
+
+    /// The innermost frame present in every sample, as seen in the latest sample; nil before
+    /// any sample or when no frame is shared by all of them.
+    public var stallFrame: SampledFrame? {
+        guard let keys = common, !keys.isEmpty else { return nil }
+        return latestFrames.first { keys.contains(Key($0)) }
+    }
+
+    public mutating func reset() {
+        common = nil
+        latestFrames = []
+        sampleCount = 0
+    }
+}

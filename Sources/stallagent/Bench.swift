@@ -1,0 +1,26 @@
+import ArgumentParser
+import Foundation
+import StallAgentKit
+
+struct Bench: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Measure capture costs against bundled fixture processes (used by scripts/bench).",
+        shouldDisplay: false)
+
+    @Option(help: "Path to the stall-fixtures binary (default: next to this binary).")
+    var fixtures: String?
+
+    @Option(help: "Captures per measurement.")
+    var captures = 100
+
+    func run() throws {
+        try runReportingErrors {
+            let me = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
+            let fixturesURL = fixtures.map { URL(fileURLWithPath: $0) }
+                ?? me.deletingLastPathComponent().appendingPathComponent("stall-fixtures")
+            let benchmark = CaptureBenchmark(fixtures: fixturesURL, agentBinary: me)
+            benchmark.captures = captures
+            try benchmark.run()
+        }
+    }
+}
