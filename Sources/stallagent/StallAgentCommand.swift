@@ -19,7 +19,8 @@ struct StallAgentCommand: ParsableCommand {
             5 not traceable (zombie, kernel thread, already traced); 6 capture timed out; \
             64 bad arguments; 73 report directory unusable; 1 other errors.
             """,
-        subcommands: [Dump.self, Bench.self]
+        subcommands: [Watch.self, Dump.self, Demo.self, Bench.self],
+        defaultSubcommand: Watch.self
     )
 }
 

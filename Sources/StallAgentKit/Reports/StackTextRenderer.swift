@@ -15,3 +15,22 @@ public enum StackTextRenderer {
         }
     }
 }
+
+extension StackTextRenderer {
+    /// One frame on one line for a header field, as "Stall Frame:" shows it:
+    /// `debugCommand + 0x1144 (redis-server) [debug.c:880]`. The offset is hex here, unlike the
+    /// frame lines, because it is what a reader pastes into a disassembly.
+    public static func summary(_ frame: SymbolizedFrame) -> String {
+        var text: String
+        if let function = frame.function {
+            text = function
+            if let offset = frame.functionOffset, offset > 0 { text += " + 0x" + String(offset, radix: 16) }
+            if frame.approximate { text += " (approximate)" }
+            if let module = frame.module { text += " (\(module))" }
+        } else {
+            text = frame.displayName
+        }
+        if let file = frame.file { text += " [\(file)" + (frame.line.map { ":\($0)" } ?? "") + "]" }
+        return text
+    }
+}

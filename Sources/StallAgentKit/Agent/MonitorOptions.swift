@@ -1,0 +1,23 @@
+/// How `stallagent --pid` watches: the knobs of DESIGN.md §2 with their defaults.
+public struct MonitorOptions: Sendable {
+    public var probeInterval = 0.010
+    public var sampleInterval = 0.050
+    public var threshold = 1.0
+    public var launchThreshold = 10.0
+    /// Extra syscalls (by number) that count as the event loop's idle wait.
+    public var extraIdleSyscalls: Set<Int> = []
+    /// A blocked main thread whose stack has a frame matching one of these is idle
+    /// (for loops that wait in something other than epoll/poll/select).
+    public var idleFramePatterns: [String] = []
+    public var reportDirectory = "stallagent-reports"
+    public var quiet = false
+    /// Stop watching after this long (nil: until the target exits or a signal).
+    public var duration: Double?
+    /// Terminate a process stalled this long: SIGABRT, then SIGKILL after `killGrace`.
+    public var killAfter: Double?
+    public var killGrace = 2.0
+    public var maxStackBytes = 512 * 1024
+    public var writeFolded = true
+
+    public init() {}
+}

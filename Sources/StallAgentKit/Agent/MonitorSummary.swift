@@ -1,0 +1,61 @@
+/// What a watch found, for the exit summary and for wrappers that decide an exit status.
+public struct MonitorSummary: Sendable {
+    public struct Stall: Sendable {
+        public var id: Int
+        public var reason: StallReason
+        public var phase: StallPhase
+        public var duration: Double
+        /// CLOCK_MONOTONIC seconds, comparable with other processes' monotonic clocks.
+        public var startMonotonic: Double
+        public var endMonotonic: Double
+        public var topFunction: String
+        public var heaviestFunctions: [String]
+        public var deadlock: Bool
+        public var lockOwnerName: String?
+        public var reportPath: String?
+        public var occurrence: Int
+        public var terminated: Bool
+    }
+
+    public var pid: Int32
+    public var name: String
+    public var watchedSeconds: Double
+    public var stalls: [Stall] = []
+    public var targetExited = false
+    public var stoppedBySignal: Int32?
+    public var reportDirectory: String
+    public var samples = 0
+    public var capturesWithStop = 0
+    public var agentCPUSeconds = 0.0
+    public var peakResidentBytes = 0
+
+    /// The few lines printed when the watch ends.
+    public func render() -> String {
+        var lines: [String] = []
+        let ending = targetExited ? "until it exited" : (stoppedBySignal != nil ? "until interrupted" : "")
+        lines.append(
+            "stallagent: watched \(name) [\(pid)] for \(Format.seconds(watchedSeconds)) \(ending): "
+                + (stalls.isEmpty ? "no stalls" : "\(stalls.count) stall\(stalls.count == 1 ? "" : "s")"))
+        if !stalls.isEmpty {
+            var byReason: [String: Int] = [:]
+            for stall in stalls { byReason[stall.reason.name, default: 0] += 1 }
+            lines.append("  by reason: " + byReason.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", "))
+            if let worst = stalls.max(by: { $0.duration < $1.duration }) {
+                lines.append("  worst: #\(worst.id) \(worst.reason.hexCode) \(worst.reason.name) \(Format.seconds(worst.duration)) in \(worst.topFunction)")
+            }
+            for stall in stalls {
+                lines.append("  #\(stall.id) \(stall.reason.hexCode) \(stall.reason.name.padding(toLength: 8, withPad: " ", startingAt: 0)) \(Format.seconds(stall.duration).padding(toLength: 8, withPad: " ", startingAt: 0)) \(stall.topFunction)"
+                    + (stall.reportPath.map { "  \($0)" } ?? "  (same as an earlier stall; seen \(stall.occurrence)×, report not rewritten)"))
+            }
+        }
+        lines.append("  reports: \(reportDirectory)")
+        lines.append(String(format: "  agent: %d samples, %d with a ptrace stop, CPU %.2f s (%.2f %% of a core), peak RSS %.1f MB",
+                            samples, capturesWithStop, agentCPUSeconds,
+                            watchedSeconds > 0 ? 100 * agentCPUSeconds / watchedSeconds : 0, Double(peakResidentBytes) / 1_048_576))
+        return lines.joined(separator: "\n")
+    }
+}
+
+enum Format {
+    static func seconds(_ s: Double) -> String { String(format: "%.2f s", s) }
+}

@@ -1,0 +1,338 @@
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Watches one process's main thread until it exits, the watch's duration ends, or a stop
+/// is requested: probes /proc every few milliseconds, samples the stack only while the thread
+/// is busy, feeds the pure `StallDetector`, and turns its events into reports on disk and one
+/// line per stall on stderr. Everything runs on the calling thread (ptrace ownership).
+public final class StallMonitor {
+    public let options: MonitorOptions
+    public let inspector: ProcessInspector
+    public let writer: ReportWriter
+    private var detector: StallDetector
+    private var fingerprints = StallFingerprintBook()
+    private let probe: ThreadProbeFiles
+    private let classifier: ThreadStateClassifier
+    private let log: (String) -> Void
+    private let wallClockOffset: Double
+    private let processInfo: ReportProcessInfo
+    private let threadInfo: ReportThreadInfo
+    private let hostname: String
+
+    // Per-episode agent statistics (reset when a new busy episode starts).
+    private var episodeStart: Double?
+    private var episodePauses: [Double] = []
+    private var episodeWithStop = 0
+    private var episodeWithoutStop = 0
+    private var episodeFailed = 0
+
+    // Per-stall state.
+    private var decisions: [Int: StallFingerprintBook.Decision] = [:]
+    private var reportPaths: [Int: ReportPaths] = [:]
+    private var lockOwners: [Int: ReportLockOwner] = [:]
+    private var terminations: [Int: String] = [:]
+    private var frameCache: [UInt64: SymbolizedFrame] = [:]
+    private var kill: (stallID: Int, abortSentAt: Double, killed: Bool)?
+
+    // Idle-frame decisions, keyed by the /proc syscall line they were made for.
+    private var idleFrameCache: (ProcSyscallInfo, Bool)?
+
+    public private(set) var summary: MonitorSummary
+
+    public init(pid: Int32, options: MonitorOptions, log: @escaping (String) -> Void) throws {
+        self.options = options
+        self.log = log
+        var captureOptions = ThreadCapturer.Options()
+        captureOptions.maxStackBytes = options.maxStackBytes
+        inspector = try ProcessInspector(pid: pid, capturer: ThreadCapturer(options: captureOptions))
+        writer = try ReportWriter(directory: options.reportDirectory)
+        classifier = ThreadStateClassifier(extraIdleSyscalls: options.extraIdleSyscalls)
+        inspector.classifier = classifier
+        probe = try ThreadProbeFiles(pid: inspector.pid, tid: inspector.pid)
+        // A process attached to long after it started is past its launch: use the loop threshold.
+        let age = StallMonitor.processAge(pid: inspector.pid)
+        detector = StallDetector(
+            configuration: DetectorConfiguration(
+                threshold: options.threshold, launchThreshold: options.launchThreshold,
+                sampleInterval: options.sampleInterval,
+                startsInLaunchPhase: age.map { $0 < options.launchThreshold } ?? false))
+        wallClockOffset = Date().timeIntervalSince1970 - MonotonicTime.seconds()
+        let commandLine = (try? ProcFS.readBytes("/proc/\(inspector.pid)/cmdline", pid: inspector.pid))
+            .map { $0.split(separator: 0).map { String(decoding: $0, as: UTF8.self) } }
+        processInfo = ReportProcessInfo(
+            pid: inspector.pid, name: inspector.name, path: inspector.executablePath,
+            buildId: inspector.mainModule?.image?.buildID, commandLine: commandLine)
+        threadInfo = ReportThreadInfo(tid: inspector.pid, name: inspector.threadName(inspector.pid) ?? inspector.name)
+        var host = [CChar](repeating: 0, count: 256)
+        gethostname(&host, host.count - 1)
+        hostname = String(cString: host)
+        summary = MonitorSummary(
+            pid: inspector.pid, name: inspector.name, watchedSeconds: 0,
+            reportDirectory: URL(fileURLWithPath: options.reportDirectory).standardizedFileURL.path)
+    }
+
+    /// Seconds since the process started, from its start time in clock ticks since boot.
+    static func processAge(pid: Int32) -> Double? {
+        guard let statText = try? ProcFS.readText("/proc/\(pid)/stat", pid: pid),
+              let stat = ProcThreadStat.parse(statText),
+              let uptimeText = try? ProcFS.readText("/proc/uptime"),
+              let uptime = Double(uptimeText.split(separator: " ").first ?? "")
+        else { return nil }
+        return uptime - Double(stat.startTicks) / Double(sysconf(Int32(_SC_CLK_TCK)))
+    }
+
+    /// Runs until the target exits, `options.duration` passes, or `StopRequest` is set.
+    public func run() -> MonitorSummary {
+        let start = MonotonicTime.seconds()
+        var nextProbe = start
+        var nextModuleCheck = start + 1
+        var random = SystemRandomNumberGenerator()
+        loop: while true {
+            let now = MonotonicTime.seconds()
+            if StopRequest.isRequested {
+                summary.stoppedBySignal = StopRequest.signal
+                handle(detector.finish(at: now, targetGone: false))
+                break
+            }
+            if let duration = options.duration, now - start >= duration {
+                handle(detector.finish(at: now, targetGone: false))
+                break
+            }
+            let (observation, _) = observe(at: now)
+            handle(detector.observe(observation))
+            if observation.activity == .gone {
+                handle(detector.finish(at: now, targetGone: true))
+                summary.targetExited = true
+                break loop
+            }
+            if detector.wantsSample(at: now) { sample(at: now, activity: observation.activity) }
+            if detector.isStalled { checkKillAfter(at: now) }
+            if now >= nextModuleCheck {
+                // exec or dlopen changes the maps; re-reading them costs ~100 µs, once a second.
+                _ = try? inspector.refreshModules()
+                nextModuleCheck = now + 1
+            }
+            // Jitter keeps the probe from aliasing with the target's own periodic timers.
+            nextProbe += options.probeInterval * Double.random(in: 0.8...1.2, using: &random)
+            let wait = nextProbe - MonotonicTime.seconds()
+            if wait > 0 {
+                var ts = timespec(tv_sec: Int(wait), tv_nsec: Int((wait - Double(Int(wait))) * 1e9))
+                nanosleep(&ts, nil)
+            } else if wait < -options.probeInterval * 5 {
+                nextProbe = MonotonicTime.seconds()  // fell behind (e.g. a long capture): do not burst
+            }
+        }
+        inspector.capturer.reapPending(final: true)
+        summary.watchedSeconds = MonotonicTime.seconds() - start
+        var usage = rusage()
+        getrusage(RUSAGE_SELF.rawValue, &usage)
+        summary.agentCPUSeconds = Double(usage.ru_utime.tv_sec) + Double(usage.ru_utime.tv_usec) / 1e6
+            + Double(usage.ru_stime.tv_sec) + Double(usage.ru_stime.tv_usec) / 1e6
+        summary.peakResidentBytes = usage.ru_maxrss * 1024
+        return summary
+    }
+
+    // MARK: Probing
+
+    private func observe(at now: Double) -> (ThreadObservation, ThreadStateClassifier.Result) {
+        guard let stat = probe.stat() else {
+            return (ThreadObservation(time: now, activity: .gone), .init(activity: .gone, detail: "exited", futexAddress: nil))
+        }
+        let syscall = probe.syscall()
+        let sched = probe.schedstat()
+        var result = classifier.classify(state: stat.state, syscall: syscall, fileKind: inspector.fileKind)
+        if !options.idleFramePatterns.isEmpty, result.activity.isBusy, result.activity != .running, let syscall {
+            if isIdleByFrame(syscall: syscall) { result = .init(activity: .idle, detail: "idle (--idle-frame)", futexAddress: nil) }
+        }
+        let observation = ThreadObservation(
+            time: now, activity: result.activity, cpuNanos: sched?.cpuNanos ?? 0, runQueueNanos: sched?.runQueueNanos ?? 0)
+        if detector.isInEpisode, detector.episodeStartTime != episodeStart {
+            episodeStart = detector.episodeStartTime
+            episodePauses.removeAll(keepingCapacity: true)
+            episodeWithStop = 0
+            episodeWithoutStop = 0
+            episodeFailed = 0
+        }
+        return (observation, result)
+    }
+
+    /// A blocked thread is idle if its stack shows one of the user's idle frames. The stack is
+    /// read without a stop and the answer kept while the thread stays in the same call.
+    private func isIdleByFrame(syscall: ProcSyscallInfo) -> Bool {
+        if let (cachedFor, answer) = idleFrameCache, cachedFor == syscall { return answer }
+        guard let snapshot = inspector.capturer.captureWithoutStop(
+            pid: inspector.pid, tid: inspector.pid, info: syscall, stackEnd: inspector.stackEnd)
+        else { return false }
+        let frames = inspector.symbolizer.symbolize(inspector.unwinder.unwind(snapshot))
+        let answer = frames.contains { frame in
+            guard let name = frame.function else { return false }
+            return options.idleFramePatterns.contains { GlobPattern.matches($0, name) }
+        }
+        idleFrameCache = (syscall, answer)
+        return answer
+    }
+
+    // MARK: Sampling
+
+    private func sample(at now: Double, activity: ThreadActivity) {
+        summary.samples += 1
+        do {
+            let (snapshot, stack) = try inspector.captureStack(tid: inspector.pid, activity: activity, probe: probe)
+            if snapshot.method == .ptraceStop {
+                episodeWithStop += 1
+                summary.capturesWithStop += 1
+                episodePauses.append(Double(snapshot.pauseNanos) / 1000)
+            } else {
+                episodeWithoutStop += 1
+            }
+            let frames = inspector.symbolizer.symbolize(stack)
+            var sampled: [SampledFrame] = []
+            sampled.reserveCapacity(frames.count)
+            for frame in frames {
+                if frameCache.count > 50_000 { frameCache.removeAll(keepingCapacity: true) }
+                frameCache[frame.address] = frame
+                sampled.append(
+                    SampledFrame(
+                        function: frame.function ?? "\(frame.module ?? "?")+0x\(String(frame.moduleOffset ?? frame.address, radix: 16))",
+                        module: frame.module ?? "?", address: frame.address, cfa: frame.stackPointer))
+            }
+            handle(detector.record(StackSample(time: now, activity: activity, frames: sampled)))
+        } catch {
+            episodeFailed += 1
+            handle(detector.record(StackSample(time: now, activity: activity, frames: [])))
+        }
+    }
+
+    private func resolve(_ frame: SampledFrame, index: Int) -> SymbolizedFrame {
+        var symbolized = frameCache[frame.address]
+            ?? inspector.symbolizer.symbolize(
+                UnwoundFrame(address: frame.address, stackPointer: frame.cfa, isSignalFrame: false), index: index)
+        symbolized.index = index
+        symbolized.stackPointer = frame.cfa
+        return symbolized
+    }
+
+    // MARK: Events → reports
+
+    private func handle(_ events: [DetectorEvent]) {
+        for event in events {
+            switch event {
+            case .stallStarted(let snapshot):
+                let decision = fingerprints.record(snapshot.fingerprint)
+                decisions[snapshot.id] = decision
+                refreshLockOwner(for: snapshot)
+                let report = write(snapshot)
+                if !options.quiet {
+                    log("stallagent: stall #\(snapshot.id) detected: main thread \(describe(snapshot, report)) for \(Format.seconds(snapshot.duration)) so far"
+                        + (decision.shouldWriteReport ? "" : " (seen before: \(decision.occurrence)×)"))
+                }
+            case .stallUpdated(let snapshot):
+                refreshLockOwner(for: snapshot)
+                write(snapshot)
+            case .stallEnded(let snapshot):
+                write(snapshot)
+                record(snapshot)
+            case .episodeEnded, .launchPhaseEnded:
+                break
+            }
+        }
+    }
+
+    private func describe(_ snapshot: StallSnapshot, _ report: StallReport?) -> String {
+        let reason = snapshot.deadlock ? StallReason.deadlock : snapshot.causeReason
+        return "\(reason.hexCode) \(reason.name) in \(culprit(snapshot, report))"
+    }
+
+    /// The frame a person should look at: the stall frame moved out of libc and the loader.
+    private func culprit(_ snapshot: StallSnapshot, _ report: StallReport?) -> String {
+        report?.culpritFrame?.function ?? snapshot.heaviestStack?.topFunction ?? "?"
+    }
+
+    /// While the main thread waits on a lock, find the owner chain (and a deadlock) and the
+    /// owner's stack. Kept per stall: when the stall ends the lock is no longer awaited.
+    private func refreshLockOwner(for snapshot: StallSnapshot) {
+        guard let chain = LockChainResolver(inspector: inspector).resolve(from: inspector.pid) else { return }
+        let ownerTid = chain.tids[1]
+        let (_, _, ownerState) = inspector.classify(tid: ownerTid)
+        var frames: [SymbolizedFrame] = []
+        if let (_, stack) = try? inspector.captureStack(tid: ownerTid, activity: ownerState.activity) {
+            frames = inspector.symbolizer.symbolize(stack)
+        }
+        lockOwners[snapshot.id] = ReportLockOwner(
+            tid: ownerTid, name: inspector.threadName(ownerTid), detail: ownerState.detail, frames: frames,
+            waitChain: chain.tids, deadlock: chain.deadlock)
+        if chain.deadlock && !snapshot.deadlock {
+            handle(detector.setDeadlock(true, at: MonotonicTime.seconds()))
+        }
+    }
+
+    private func context(for snapshot: StallSnapshot) -> StallReportContext {
+        let pauses = Percentiles(episodePauses)
+        let images = inspector.modules.modules.map {
+            ReportBinaryImage(start: $0.start, end: $0.end, name: $0.name, path: $0.path, buildId: $0.image?.buildID)
+        }
+        return StallReportContext(
+            process: processInfo, thread: threadInfo, wallClockOffset: wallClockOffset,
+            resolveFrame: { [unowned self] frame, index in self.resolve(frame, index: index) },
+            binaryImages: images, lockOwner: lockOwners[snapshot.id],
+            agent: ReportAgentStats(
+                samples: snapshot.sampleCount, capturesWithStop: episodeWithStop, capturesWithoutStop: episodeWithoutStop,
+                failedCaptures: episodeFailed, pauseP50Micros: pauses.p50, pauseP99Micros: pauses.p99,
+                pauseTotalMicros: pauses.total, probeIntervalSeconds: options.probeInterval),
+            termination: terminations[snapshot.id], occurrence: decisions[snapshot.id]?.occurrence ?? 1,
+            hostname: hostname)
+    }
+
+    @discardableResult
+    private func write(_ snapshot: StallSnapshot) -> StallReport {
+        let report = StallReport(snapshot: snapshot, context: context(for: snapshot))
+        guard decisions[snapshot.id]?.shouldWriteReport ?? true else { return report }
+        let folded = options.writeFolded
+            ? FoldedStackRenderer.render(snapshot, resolve: { $0.function }) : nil
+        do {
+            reportPaths[snapshot.id] = try writer.write(report, folded: folded)
+        } catch {
+            // A full disk must not stop the watch: warn, keep monitoring, try again next update.
+            log("stallagent: warning: could not write the report for stall #\(snapshot.id): \(error)")
+        }
+        return report
+    }
+
+    private func record(_ snapshot: StallSnapshot) {
+        let report = StallReport(snapshot: snapshot, context: context(for: snapshot))
+        let path = (decisions[snapshot.id]?.shouldWriteReport ?? true) ? reportPaths[snapshot.id]?.text : nil
+        if !options.quiet { log(StallSummaryLine.render(report, reportPath: path)) }
+        summary.stalls.append(
+            MonitorSummary.Stall(
+                id: snapshot.id, reason: snapshot.deadlock ? .deadlock : snapshot.reason, phase: snapshot.phase,
+                duration: snapshot.duration, startMonotonic: snapshot.startTime, endMonotonic: snapshot.endTime,
+                topFunction: culprit(snapshot, report),
+                heaviestFunctions: snapshot.heaviestStack?.frames.map(\.function) ?? [],
+                deadlock: snapshot.deadlock, lockOwnerName: lockOwners[snapshot.id]?.name,
+                reportPath: path, occurrence: decisions[snapshot.id]?.occurrence ?? 1,
+                terminated: terminations[snapshot.id] != nil))
+        lockOwners[snapshot.id] = nil
+    }
+
+    // MARK: --kill-after
+
+    private func checkKillAfter(at now: Double) {
+        guard let limit = options.killAfter, let id = detector.currentStallID, let age = detector.episodeAge,
+              age >= limit
+        else { return }
+        if kill == nil || kill?.stallID != id {
+            log("stallagent: stall #\(id) has lasted \(Format.seconds(age)) (--kill-after \(Format.seconds(limit))): sending SIGABRT to \(inspector.pid)")
+            terminations[id] = String(format: "terminated by stallagent with SIGABRT after %.2f s (--kill-after)", age)
+            Glibc.kill(inspector.pid, SIGABRT)
+            kill = (id, now, false)
+        } else if let state = kill, !state.killed, now - state.abortSentAt >= options.killGrace {
+            log("stallagent: \(inspector.pid) still alive \(Format.seconds(options.killGrace)) after SIGABRT: sending SIGKILL")
+            terminations[id] = String(format: "terminated by stallagent with SIGKILL after %.2f s (SIGABRT ignored for %.1f s)", age, options.killGrace)
+            Glibc.kill(inspector.pid, SIGKILL)
+            kill?.killed = true
+        }
+    }
+}

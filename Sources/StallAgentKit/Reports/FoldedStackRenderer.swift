@@ -1,0 +1,29 @@
+/// Folded stacks (Brendan Gregg's format, what flamegraph.pl, inferno and speedscope read):
+/// one line per distinct stack, root first, frames joined by ';', then a space and the number
+/// of samples. Built from the samples still in the snapshot's ring.
+public enum FoldedStackRenderer {
+    public static func render(_ snapshot: StallSnapshot, resolve: (SampledFrame) -> String) -> String {
+        var counts: [String: Int] = [:]
+        for sample in snapshot.samples where !sample.frames.isEmpty {
+            let stack = sample.frames.reversed().map { sanitize(resolve($0)) }.joined(separator: ";")
+            counts[stack, default: 0] += 1
+        }
+        // Sorted so the same samples always give the same file (flame graph tools sort anyway).
+        return counts.keys.sorted().map { "\($0) \(counts[$0]!)\n" }.joined()
+    }
+
+    /// ';' separates frames and a newline ends the record, so neither may appear in a name;
+    /// spaces may (the count is after the last one), which keeps C++ signatures readable.
+    static func sanitize(_ name: String) -> String {
+        var text = ""
+        text.reserveCapacity(name.utf8.count)
+        for character in name {
+            switch character {
+            case ";": text.append(":")
+            case "\n", "\r", "\r\n", "\t": text.append(" ")
+            default: text.append(character)
+            }
+        }
+        return text.isEmpty ? "[unknown]" : text
+    }
+}

@@ -1,0 +1,137 @@
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Writes each report as `<stem>.txt`, `<stem>.json` and optionally `<stem>.folded` in one
+/// directory. A reader never sees a partial file: every file is written to a temporary name in
+/// the same directory, synced, and renamed over the final name, so an annealing rewrite of the
+/// same stall replaces the previous revision whole. All files are staged before any is renamed,
+/// so a full disk leaves the previous revision (or nothing) in place, never a mix.
+public final class ReportWriter: Sendable {
+    public let directory: String
+
+    /// Creates `directory` (0755, parents too) if it is missing. Refuses a symbolic link (a
+    /// report directory another user can redirect is a way to overwrite their choice of file),
+    /// anything that is not a directory, and a directory this process cannot create files in.
+    public init(directory: String) throws {
+        let path = directory.count > 1 && directory.hasSuffix("/") ? String(directory.dropLast()) : directory
+        self.directory = path
+        func refuse(_ reason: String) -> StallAgentError { .reportDirectory(path: path, reason: reason) }
+        var info = stat()
+        if lstat(path, &info) != 0 {
+            guard errno == ENOENT else { throw refuse(Self.errorText(errno)) }
+            try Self.makeDirectories(path, refuse: refuse)
+            guard lstat(path, &info) == 0 else { throw refuse(Self.errorText(errno)) }
+        }
+        if info.st_mode & S_IFMT == S_IFLNK { throw refuse("is a symbolic link; give the directory it points to") }
+        guard info.st_mode & S_IFMT == S_IFDIR else { throw refuse("exists and is not a directory") }
+        // access(W_OK) says yes to root on a read-only file system and ignores ACL subtleties;
+        // creating a file is the only reliable test.
+        let probe = path + "/.stallagent-probe-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        let fd = open(probe, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw refuse("not writable: \(Self.errorText(errno))") }
+        close(fd)
+        unlink(probe)
+    }
+
+    /// `<name>_<pid>_<yyyyMMdd-HHmmss>_<reason>_<id>` from the stall's start time (local), so
+    /// every revision of one stall maps to the same files and names sort by time per process.
+    public func fileStem(for r: StallReport) -> String {
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.dateFormat = "yyyyMMdd-HHmmss"
+        let name = Self.sanitize(r.process.name, fallback: "process")
+        let reason = Self.sanitize(r.reason.name, fallback: "stall")
+        return "\(name)_\(r.process.pid)_\(formatter.string(from: r.startTime))_\(reason)_\(r.id)"
+    }
+
+    public func write(_ r: StallReport, folded: String?) throws -> ReportPaths {
+        let base = directory + "/" + fileStem(for: r)
+        let paths = ReportPaths(text: base + ".txt", json: base + ".json", folded: folded.map { _ in base + ".folded" })
+        // The text goes last: whoever sees it (the summary line points there) finds the rest.
+        var files: [(path: String, bytes: Data)] = [(paths.json, try StallReportJSONRenderer.render(r))]
+        if let folded, let path = paths.folded { files.append((path, Data(folded.utf8))) }
+        files.append((paths.text, Data(StallReportTextRenderer.render(r).utf8)))
+
+        var staged: [String] = []
+        do {
+            for file in files { staged.append(try stage(file.bytes, for: file.path)) }
+            for (temp, file) in zip(staged, files) where rename(temp, file.path) != 0 {
+                throw StallAgentError.system(operation: "rename \(temp) to \(file.path)", errno: errno)
+            }
+        } catch {
+            for temp in staged { unlink(temp) }
+            throw error
+        }
+        syncDirectory()
+        return paths
+    }
+
+    /// Writes `bytes` to a new temporary file next to `path` and syncs it; returns its name.
+    /// O_EXCL | O_NOFOLLOW: never write through a name someone else prepared.
+    private func stage(_ bytes: Data, for path: String) throws -> String {
+        let name = (path as NSString).lastPathComponent
+        var temp = ""
+        var fd: Int32 = -1
+        for _ in 0..<8 {
+            temp = directory + "/." + name + ".tmp-\(String(UInt64.random(in: 0...UInt64.max), radix: 16))"
+            fd = open(temp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o644)
+            if fd >= 0 || errno != EEXIST { break }
+        }
+        guard fd >= 0 else { throw StallAgentError.system(operation: "create \(temp)", errno: errno) }
+        var failure: StallAgentError?
+        bytes.withUnsafeBytes { raw in
+            var offset = 0
+            while offset < raw.count {
+                let n = Glibc.write(fd, raw.baseAddress! + offset, raw.count - offset)
+                if n < 0 {
+                    if errno == EINTR { continue }
+                    failure = .system(operation: "write \(path)", errno: errno)
+                    return
+                }
+                offset += n
+            }
+        }
+        if failure == nil, fsync(fd) != 0 { failure = .system(operation: "fsync \(path)", errno: errno) }
+        // close can report a deferred write error (NFS, quotas): the file is not known good.
+        if close(fd) != 0, failure == nil { failure = .system(operation: "close \(path)", errno: errno) }
+        if let failure {
+            unlink(temp)
+            throw failure
+        }
+        return temp
+    }
+
+    /// Makes the renames durable; a failure here loses nothing already visible, so it is ignored.
+    private func syncDirectory() {
+        let fd = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard fd >= 0 else { return }
+        fsync(fd)
+        close(fd)
+    }
+
+    private static func makeDirectories(_ path: String, refuse: (String) -> StallAgentError) throws {
+        var prefix = path.hasPrefix("/") ? "" : "."
+        for component in path.split(separator: "/") {
+            prefix += "/" + component
+            if mkdir(prefix, 0o755) != 0 && errno != EEXIST {
+                throw refuse("cannot create \(prefix): \(errorText(errno))")
+            }
+        }
+    }
+
+    /// Keeps `[A-Za-z0-9._-]` so a process name cannot add directories, spaces or control
+    /// characters to a file name.
+    static func sanitize(_ text: String, fallback: String) -> String {
+        let allowed = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-".unicodeScalars)
+        let cleaned = String(String.UnicodeScalarView(text.unicodeScalars.map { allowed.contains($0) ? $0 : "_" }))
+        let trimmed = String(cleaned.prefix(64))
+        return trimmed.isEmpty || trimmed.allSatisfy({ $0 == "." }) ? fallback : trimmed
+    }
+
+    private static func errorText(_ code: Int32) -> String {
+        String(cString: strerror(code))
+    }
+}

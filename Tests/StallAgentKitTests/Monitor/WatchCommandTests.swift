@@ -1,0 +1,88 @@
+import Foundation
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `stallagent --pid` as a user runs it: lifecycle, signals and bad input.
+@Suite(.serialized) struct WatchCommandTests {
+    let agent = FixtureProcess.stallagentURL
+
+    func reportDir() -> String {
+        FileManager.default.temporaryDirectory.appendingPathComponent("watch-\(UUID().uuidString)").path
+    }
+
+    @Test func badDurationsAndDirectoriesAreRefusedAtStart() throws {
+        let fixture = try FixtureProcess(["idle"])
+        let bad = try runCommand(agent, ["--pid", "\(fixture.pid)", "--threshold", "soon"])
+        #expect(bad.status == 64)
+        #expect(bad.stderr.contains("not a duration"))
+        #expect(try runCommand(agent, ["--pid", "\(fixture.pid)", "--kill-after", "-1s"]).status == 64)
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("not-a-dir-\(UUID().uuidString)").path
+        FileManager.default.createFile(atPath: file, contents: Data("x".utf8))
+        defer { unlink(file) }
+        let notDir = try runCommand(agent, ["--pid", "\(fixture.pid)", "--report-dir", file, "--duration", "1s"])
+        #expect(notDir.status == 73, "\(notDir.stderr)")
+        let link = FileManager.default.temporaryDirectory.appendingPathComponent("link-\(UUID().uuidString)").path
+        symlink("/tmp", link)
+        defer { unlink(link) }
+        let symlinked = try runCommand(agent, ["--pid", "\(fixture.pid)", "--report-dir", link, "--duration", "1s"])
+        #expect(symlinked.status == 73, "\(symlinked.stderr)")
+        #expect(try runCommand(agent, ["--pid", "999999999"]).status == 3)
+    }
+
+    /// SIGTERM mid-stall: the open report is finalised, the agent exits 0, the target runs on.
+    @Test func sigtermFinalisesOpenReports() throws {
+        let fixture = try FixtureProcess(["loop", "--script", "spin:30", "--gap", "0.3"])
+        let dir = reportDir()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let process = Process()
+        process.executableURL = agent
+        process.arguments = ["--pid", "\(fixture.pid)", "--report-dir", dir]
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        usleep(2_500_000)
+        kill(process.processIdentifier, SIGTERM)
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0)
+        let json = try #require(try FileManager.default.contentsOfDirectory(atPath: dir).first { $0.hasSuffix(".json") })
+        let object = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: dir + "/" + json))) as? [String: Any]
+        #expect(object?["ongoing"] as? Bool == false)
+        #expect(object?["ending"] as? String == "monitoringStopped")
+        #expect((object?["reason"] as? [String: Any])?["code"] as? String == "0x8badf00d")
+        #expect(fixture.process.isRunning)
+        #expect(fixture.procStatus?.tracer == 0)
+    }
+
+    /// The agent killed with SIGKILL while sampling a busy target: the kernel detaches it and
+    /// the target keeps running — never left stopped.
+    @Test func agentKilledMidSamplingLeavesTargetRunning() throws {
+        let fixture = try FixtureProcess(["loop", "--script", "spin:30", "--gap", "0.3"])
+        for _ in 0..<5 {
+            let process = Process()
+            process.executableURL = agent
+            process.arguments = ["--pid", "\(fixture.pid)", "--report-dir", reportDir(), "--sample-interval", "5ms"]
+            process.standardError = FileHandle.nullDevice
+            try process.run()
+            usleep(UInt32.random(in: 1_200_000...1_800_000))
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+            usleep(50_000)
+            let status = fixture.procStatus
+            #expect(status?.tracer == 0)
+            #expect(status?.state == "R", "target state \(String(describing: status?.state))")
+        }
+    }
+
+    @Test func targetExitEndsTheWatchWithZero() throws {
+        let fixture = try FixtureProcess(["loop", "--script", "spin:1.3", "--gap", "0.3", "--exit-when-done"])
+        let dir = reportDir()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let result = try runCommand(agent, ["--pid", "\(fixture.pid)", "--report-dir", dir], timeout: 30)
+        #expect(result.status == 0)
+        #expect(result.stderr.contains("1 stall"))
+        #expect(result.stderr.contains("0x8badf00d"))
+        #expect(result.stderr.contains("busy_compute"))
+    }
+}
