@@ -13,6 +13,15 @@ struct Bench: ParsableCommand {
     @Option(help: "Captures per measurement.")
     var captures = 100
 
+    @Flag(help: "Only the capture figures (issue: dump).")
+    var captureOnly = false
+
+    @Flag(help: "Only the watchdog figures (issue: --pid).")
+    var monitorOnly = false
+
+    @Flag(help: "Shorter runs.")
+    var quick = false
+
     func run() throws {
         try runReportingErrors {
             let me = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
@@ -20,7 +29,11 @@ struct Bench: ParsableCommand {
                 ?? me.deletingLastPathComponent().appendingPathComponent("stall-fixtures")
             let benchmark = CaptureBenchmark(fixtures: fixturesURL, agentBinary: me)
             benchmark.captures = captures
-            try benchmark.run()
+            if !monitorOnly { try benchmark.run() }
+            if !captureOnly {
+                print("")
+                try MonitorBenchmark(fixtures: fixturesURL, agentBinary: me).run(quick: quick)
+            }
         }
     }
 }

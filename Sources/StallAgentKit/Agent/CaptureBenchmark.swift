@@ -70,7 +70,7 @@ public final class CaptureBenchmark {
     }
 
     /// Floor and capture against one running fixture; returns (floor p50, capture p50).
-    func runningTarget(_ title: String, _ arguments: [String]) throws -> (Double, Double) {
+    public func runningTarget(_ title: String, _ arguments: [String]) throws -> (Double, Double) {
         let gaps = gapsPath()
         let fixture = try Fixture(fixtures, arguments + ["--gaps", gaps], gapsPath: gaps)
         let inspector = try ProcessInspector(pid: fixture.pid)

@@ -12,6 +12,8 @@ public struct MonitorSummary: Sendable {
         public var heaviestFunctions: [String]
         public var deadlock: Bool
         public var lockOwnerName: String?
+        /// When the first (ongoing) report reached the disk, monotonic seconds.
+        public var firstWrittenMonotonic: Double?
         public var reportPath: String?
         public var occurrence: Int
         public var terminated: Bool

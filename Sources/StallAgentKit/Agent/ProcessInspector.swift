@@ -37,8 +37,11 @@ public final class ProcessInspector {
     /// Re-reads the memory map when it changed (dlopen, exec).
     @discardableResult
     public func refreshModules() throws -> Bool {
-        let fresh = try ProcessModules(pid: pid)
-        guard fresh.mapsSignature != modules.mapsSignature else { return false }
+        // Compare the maps text first: rebuilding the module list (a stat per file, the vDSO
+        // read) every second would be most of an idle watch's CPU.
+        let text = try ProcFS.readText("/proc/\(pid)/maps", pid: pid)
+        guard text.hashValue != modules.mapsSignature else { return false }
+        let fresh = try ProcessModules(pid: pid, mapsText: text)
         modules = fresh
         unwinder.update(modules: fresh)
         symbolizer.update(modules: fresh)

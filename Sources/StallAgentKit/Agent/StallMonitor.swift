@@ -36,6 +36,9 @@ public final class StallMonitor {
     private var terminations: [Int: String] = [:]
     private var frameCache: [UInt64: SymbolizedFrame] = [:]
     private var kill: (stallID: Int, abortSentAt: Double, killed: Bool)?
+    private var firstWritten: [Int: Double] = [:]
+    private var lastCPUNanos: UInt64 = 0
+    private var lastRunQueueNanos: UInt64 = 0
 
     // Idle-frame decisions, keyed by the /proc syscall line they were made for.
     private var idleFrameCache: (ProcSyscallInfo, Bool)?
@@ -89,7 +92,8 @@ public final class StallMonitor {
         let start = MonotonicTime.seconds()
         var nextProbe = start
         var nextModuleCheck = start + 1
-        var random = SystemRandomNumberGenerator()
+        // SystemRandomNumberGenerator is a getrandom(2) call per draw; jitter needs no secrecy.
+        var random = JitterGenerator(seed: UInt64(truncatingIfNeeded: start.bitPattern) ^ UInt64(inspector.pid))
         loop: while true {
             let now = MonotonicTime.seconds()
             if StopRequest.isRequested {
@@ -101,7 +105,7 @@ public final class StallMonitor {
                 handle(detector.finish(at: now, targetGone: false))
                 break
             }
-            let (observation, _) = observe(at: now)
+            let observation = observe(at: now)
             handle(detector.observe(observation))
             if observation.activity == .gone {
                 handle(detector.finish(at: now, targetGone: true))
@@ -137,32 +141,48 @@ public final class StallMonitor {
 
     // MARK: Probing
 
-    private func observe(at now: Double) -> (ThreadObservation, ThreadStateClassifier.Result) {
-        guard let stat = probe.stat() else {
-            return (ThreadObservation(time: now, activity: .gone), .init(activity: .gone, detail: "exited", futexAddress: nil))
-        }
+    private func observe(at now: Double) -> ThreadObservation {
         let syscall = probe.syscall()
+        // The common case, an idle event loop, is decided by the syscall file alone: stat and
+        // schedstat add nothing (a stopped thread in epoll_wait is "no stall" either way), and
+        // skipping them halves the cost of an idle watch.
+        if let number = syscall?.syscallNumber, classifier.idleSyscalls.contains(number), !detector.isInEpisode {
+            return ThreadObservation(time: now, activity: .idle, cpuNanos: lastCPUNanos, runQueueNanos: lastRunQueueNanos)
+        }
+        guard let stat = probe.stat() else { return ThreadObservation(time: now, activity: .gone) }
         let sched = probe.schedstat()
-        var result = classifier.classify(state: stat.state, syscall: syscall, fileKind: inspector.fileKind)
-        if !options.idleFramePatterns.isEmpty, result.activity.isBusy, result.activity != .running, let syscall {
-            if isIdleByFrame(syscall: syscall) { result = .init(activity: .idle, detail: "idle (--idle-frame)", futexAddress: nil) }
+        let inspector = self.inspector
+        var activity = classifier.classify(
+            state: stat.state, syscall: syscall, fileKind: { fd in inspector.fileKind(fd) }
+        ).activity
+        if !options.idleFramePatterns.isEmpty, activity.isBusy, activity != .running, let syscall,
+           isIdleByFrame(syscall: syscall)
+        {
+            activity = .idle
         }
-        let observation = ThreadObservation(
-            time: now, activity: result.activity, cpuNanos: sched?.cpuNanos ?? 0, runQueueNanos: sched?.runQueueNanos ?? 0)
-        if detector.isInEpisode, detector.episodeStartTime != episodeStart {
-            episodeStart = detector.episodeStartTime
-            episodePauses.removeAll(keepingCapacity: true)
-            episodeWithStop = 0
-            episodeWithoutStop = 0
-            episodeFailed = 0
-        }
-        return (observation, result)
+        resetEpisodeStatisticsIfNeeded()
+        lastCPUNanos = sched?.cpuNanos ?? lastCPUNanos
+        lastRunQueueNanos = sched?.runQueueNanos ?? lastRunQueueNanos
+        return ThreadObservation(
+            time: now, activity: activity, cpuNanos: lastCPUNanos, runQueueNanos: lastRunQueueNanos)
+    }
+
+    private func resetEpisodeStatisticsIfNeeded() {
+        // Read into plain locals first: comparing the detector's optional directly trips a
+        // Swift 6.3 release-mode optimizer crash (CopyPropagation ownership verification).
+        let startTime: Double? = detector.isInEpisode ? detector.episodeStartTime : nil
+        guard let startTime, startTime != (episodeStart ?? -1) else { return }
+        episodeStart = startTime
+        episodePauses.removeAll(keepingCapacity: true)
+        episodeWithStop = 0
+        episodeWithoutStop = 0
+        episodeFailed = 0
     }
 
     /// A blocked thread is idle if its stack shows one of the user's idle frames. The stack is
     /// read without a stop and the answer kept while the thread stays in the same call.
     private func isIdleByFrame(syscall: ProcSyscallInfo) -> Bool {
-        if let (cachedFor, answer) = idleFrameCache, cachedFor == syscall { return answer }
+        if let cached = idleFrameCache, cached.0 == syscall { return cached.1 }
         guard let snapshot = inspector.capturer.captureWithoutStop(
             pid: inspector.pid, tid: inspector.pid, info: syscall, stackEnd: inspector.stackEnd)
         else { return false }
@@ -294,6 +314,7 @@ public final class StallMonitor {
             ? FoldedStackRenderer.render(snapshot, resolve: { $0.function }) : nil
         do {
             reportPaths[snapshot.id] = try writer.write(report, folded: folded)
+            if firstWritten[snapshot.id] == nil { firstWritten[snapshot.id] = MonotonicTime.seconds() }
         } catch {
             // A full disk must not stop the watch: warn, keep monitoring, try again next update.
             log("stallagent: warning: could not write the report for stall #\(snapshot.id): \(error)")
@@ -312,6 +333,7 @@ public final class StallMonitor {
                 topFunction: culprit(snapshot, report),
                 heaviestFunctions: snapshot.heaviestStack?.frames.map(\.function) ?? [],
                 deadlock: snapshot.deadlock, lockOwnerName: lockOwners[snapshot.id]?.name,
+                firstWrittenMonotonic: firstWritten[snapshot.id],
                 reportPath: path, occurrence: decisions[snapshot.id]?.occurrence ?? 1,
                 terminated: terminations[snapshot.id] != nil))
         lockOwners[snapshot.id] = nil

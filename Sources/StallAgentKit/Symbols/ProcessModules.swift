@@ -12,9 +12,12 @@ public final class ProcessModules {
     public let mapsSignature: Int
     private let ranges: [(start: UInt64, end: UInt64, module: Int)]
 
-    public init(pid: Int32, cache: ElfImageCache = .shared) throws {
+    public convenience init(pid: Int32, cache: ElfImageCache = .shared) throws {
+        try self.init(pid: pid, mapsText: try ProcFS.readText("/proc/\(pid)/maps", pid: pid), cache: cache)
+    }
+
+    public init(pid: Int32, mapsText text: String, cache: ElfImageCache = .shared) throws {
         self.pid = pid
-        let text = try ProcFS.readText("/proc/\(pid)/maps", pid: pid)
         mapsSignature = text.hashValue
         let maps = MemoryMapEntry.parseAll(text)
         self.maps = maps

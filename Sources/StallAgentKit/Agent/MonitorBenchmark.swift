@@ -1,0 +1,156 @@
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `stallagent bench --monitor`: the figures behind the watchdog's goals (DESIGN.md, issue 3):
+/// what watching costs a healthy idle target and a busy one, and how fast and how exact the
+/// reports are.
+public final class MonitorBenchmark {
+    public let fixtures: URL
+    public let agentBinary: URL
+    public var log: (String) -> Void = { print($0); fflush(stdout) }
+
+    public init(fixtures: URL, agentBinary: URL) {
+        self.fixtures = fixtures
+        self.agentBinary = agentBinary
+    }
+
+    private func start(_ arguments: [String]) throws -> (Process, URL) {
+        let out = FileManager.default.temporaryDirectory.appendingPathComponent("mbench-\(UUID().uuidString)")
+        FileManager.default.createFile(atPath: out.path, contents: nil)
+        let process = Process()
+        process.executableURL = fixtures
+        process.arguments = arguments
+        process.standardOutput = try FileHandle(forWritingTo: out)
+        try process.run()
+        let deadline = Date().addingTimeInterval(10)
+        while Date() < deadline, !((try? String(contentsOf: out, encoding: .utf8)) ?? "").contains("ready") { usleep(5000) }
+        return (process, out)
+    }
+
+    private func stop(_ process: Process) {
+        kill(process.processIdentifier, SIGTERM)
+        let deadline = Date().addingTimeInterval(10)
+        while process.isRunning && Date() < deadline { usleep(5000) }
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        process.waitUntilExit()
+    }
+
+    private func reportDir() -> String {
+        FileManager.default.temporaryDirectory.appendingPathComponent("mbench-reports-\(UUID().uuidString)").path
+    }
+
+    /// Runs the real CLI against a pid for `seconds`; returns its exit summary text.
+    private func runAgent(pid: Int32, seconds: Double, extra: [String] = []) throws -> String {
+        let err = FileManager.default.temporaryDirectory.appendingPathComponent("mbench-agent-\(UUID().uuidString)")
+        FileManager.default.createFile(atPath: err.path, contents: nil)
+        defer { unlink(err.path) }
+        let dir = reportDir()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let process = Process()
+        process.executableURL = agentBinary
+        process.arguments = ["--pid", "\(pid)", "--duration", "\(seconds)s", "--report-dir", dir] + extra
+        process.standardError = try FileHandle(forWritingTo: err)
+        try process.run()
+        process.waitUntilExit()
+        return (try? String(contentsOf: err, encoding: .utf8)) ?? ""
+    }
+
+    private func agentLine(_ summary: String) -> String {
+        summary.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }.first { $0.hasPrefix("agent:") } ?? "?"
+    }
+
+    func idleTarget(seconds: Double) throws {
+        let (process, out) = try start(["idle"])
+        defer { stop(process); unlink(out.path) }
+        let summary = try runAgent(pid: process.processIdentifier, seconds: seconds)
+        kill(process.processIdentifier, SIGUSR1)
+        usleep(200_000)
+        let eintr = ((try? String(contentsOf: out, encoding: .utf8)) ?? "").split(separator: "\n").first { $0.hasPrefix("eintr=") } ?? "?"
+        log("\nhealthy idle target (epoll_wait), watched \(Int(seconds)) s by `stallagent --pid` (release)")
+        log("  \(agentLine(summary))")
+        log("  target reports: \(eintr)        goal: 0 stops, 0 EINTR, agent CPU < 0.5 % of a core, RSS < 50 MB")
+    }
+
+    /// A/B: iterations per second of a spinning target, alternately watched and not.
+    func busyThroughput(rounds: Int, seconds: Double) throws {
+        var watched: [Double] = []
+        var unwatched: [Double] = []
+        var lastSummary = ""
+        for round in 0..<(rounds * 2) {
+            let gaps = FileManager.default.temporaryDirectory.appendingPathComponent("mbench-gaps-\(UUID().uuidString)").path
+            let (process, out) = try start(["spin-timed", "--gaps", gaps])
+            defer { unlink(out.path); unlink(gaps) }
+            let watch = round % 2 == 0
+            if watch {
+                lastSummary = try runAgent(pid: process.processIdentifier, seconds: seconds)
+            } else {
+                usleep(UInt32(seconds * 1e6))
+            }
+            stop(process)
+            guard let log = try? TargetGapLog(path: gaps), log.seconds > 0 else { continue }
+            let rate = Double(log.iterations) / log.seconds
+            if watch { watched.append(rate) } else { unwatched.append(rate) }
+        }
+        let a = Percentiles(watched).p50
+        let b = Percentiles(unwatched).p50
+        log("\nbusy target (spin, never idle: one continuous stall), \(rounds) A/B rounds of \(Int(seconds)) s, default settings (20 Hz)")
+        log(String(format: "  iterations/s median: watched %.0f, unwatched %.0f → throughput loss %.2f %%   goal: < 1 %%", a, b, b > 0 ? 100 * (b - a) / b : 0))
+        log("  \(agentLine(lastSummary))")
+    }
+
+    /// Per-sample pause at 200 Hz against the bare ptrace floor, both measured by the target.
+    func pauseAt200Hz(seconds: Double) throws {
+        let capture = CaptureBenchmark(fixtures: fixtures, agentBinary: agentBinary)
+        capture.captures = Int(seconds * 200)
+        capture.rateHz = 200
+        capture.log = log
+        let (floor, sample) = try capture.runningTarget("per-sample pause at 200 Hz (spin-timed)", ["spin-timed"])
+        log(String(format: "  goal: sample pause ≤ 1.5x floor → %.2fx", floor > 0 ? sample / floor : 0))
+    }
+
+    /// Report latency and duration accuracy against the fixture's own log.
+    func accuracy() throws {
+        let logPath = FileManager.default.temporaryDirectory.appendingPathComponent("mbench-log-\(UUID().uuidString)").path
+        defer { unlink(logPath) }
+        let script = "spin:1.5,sleep:1.3,mutex:1.3,pipe:1.3,io:1.3,spin:2.2,sleep:1.7"
+        let (process, out) = try start(["loop", "--script", script, "--gap", "0.7", "--log", logPath, "--exit-when-done"])
+        defer { stop(process); unlink(out.path) }
+        var options = MonitorOptions()
+        options.reportDirectory = reportDir()
+        options.quiet = true
+        defer { try? FileManager.default.removeItem(atPath: options.reportDirectory) }
+        let monitor = try StallMonitor(pid: process.processIdentifier, options: options, log: { _ in })
+        let summary = monitor.run()
+        struct Step: Decodable { var kind: String; var start_mono: Double; var end_mono: Double; var seconds: Double }
+        let steps = ((try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "").split(separator: "\n")
+            .compactMap { try? JSONDecoder().decode(Step.self, from: Data($0.utf8)) }
+        log("\nreport latency and duration accuracy (loop fixture, threshold 1 s, probe 10 ms)")
+        log("  step      truth s   reported s   error ms   report on disk after threshold, ms")
+        var errors: [Double] = []
+        var latencies: [Double] = []
+        for step in steps {
+            guard let stall = summary.stalls.first(where: { $0.startMonotonic < step.end_mono && $0.endMonotonic > step.start_mono }) else {
+                log("  \(step.kind.padding(toLength: 8, withPad: " ", startingAt: 0))  \(String(format: "%7.3f", step.seconds))   (not reported)")
+                continue
+            }
+            let error = (stall.duration - step.seconds) * 1000
+            let latency = stall.firstWrittenMonotonic.map { ($0 - (step.start_mono + options.threshold)) * 1000 }
+            errors.append(abs(error))
+            if let latency { latencies.append(latency) }
+            log("  \(step.kind.padding(toLength: 8, withPad: " ", startingAt: 0))  \(String(format: "%7.3f    %7.3f    %+7.1f      %7.1f", step.seconds, stall.duration, error, latency ?? .nan))")
+        }
+        log(String(format: "  worst |error| %.1f ms (goal ≤ 20 ms = 2 probe intervals); worst report latency %.1f ms (goal ≤ 100 ms)",
+                   errors.max() ?? .nan, latencies.max() ?? .nan))
+    }
+
+    public func run(quick: Bool) throws {
+        log("stallagent monitor benchmark — \(ProcessInfo.processInfo.activeProcessorCount) CPUs")
+        try idleTarget(seconds: quick ? 5 : 20)
+        try busyThroughput(rounds: quick ? 2 : 4, seconds: quick ? 3 : 5)
+        try pauseAt200Hz(seconds: quick ? 1 : 2)
+        try accuracy()
+    }
+}
