@@ -82,8 +82,8 @@ import Glibc
     }
 
     @Test func healthyLoopServingShortEventsYieldsNoReport() throws {
-        let fixture = try FixtureProcess(["loop", "--script", "short:6", "--gap", "0.3", "--exit-when-done"])
-        let (summary, reportDir) = try watch(pid: fixture.pid, duration: 30)
+        let fixture = try FixtureProcess(["loop", "--script", "short:10", "--gap", "0.3", "--exit-when-done"])
+        let (summary, reportDir) = try watch(pid: fixture.pid, duration: 40)
         defer { try? FileManager.default.removeItem(atPath: reportDir) }
         #expect(summary.stalls.isEmpty, "\(summary.stalls.map { "\($0.reason.name) \($0.duration)" })")
         #expect(summary.samples > 0, "busy bursts should have been sampled")
@@ -157,5 +157,36 @@ import Glibc
         #expect(stall.duration < 5)
         let text = try String(contentsOfFile: try #require(stall.reportPath), encoding: .utf8)
         #expect(text.contains("SIGABRT"))
+    }
+
+    /// The same stall again and again is counted; reports are written for occurrences
+    /// 1, 2, 3, 5, 8 … only, so a flapping service cannot fill the disk.
+    @Test func recurringStallIsCountedNotRewrittenWithoutLimit() throws {
+        let fixture = try FixtureProcess(["loop", "--script", "spin:0.8,spin:0.8,spin:0.8,spin:0.8", "--gap", "0.4", "--exit-when-done"])
+        let (summary, reportDir) = try watch(pid: fixture.pid, duration: 20) { $0.threshold = 0.5 }
+        defer { try? FileManager.default.removeItem(atPath: reportDir) }
+        #expect(summary.stalls.map(\.occurrence) == [1, 2, 3, 4])
+        #expect(summary.stalls.map { $0.reportPath != nil } == [true, true, true, false])
+        let files = try FileManager.default.contentsOfDirectory(atPath: reportDir)
+        #expect(files.filter { $0.hasSuffix(".json") }.count == 3)
+    }
+
+    /// A loop that idles somewhere other than epoll/poll/select is taught with --idle-syscall
+    /// or --idle-frame; without them the same wait is a stall.
+    @Test func idleSyscallAndIdleFrameTeachOtherLoops() throws {
+        let fixture = try FixtureProcess(["pipe"])
+        func stalls(_ configure: (inout MonitorOptions) -> Void) throws -> Int {
+            let (summary, dir) = try watch(pid: fixture.pid, duration: 1.2) {
+                $0.threshold = 0.4
+                $0.launchThreshold = 0.4
+                configure(&$0)
+            }
+            try? FileManager.default.removeItem(atPath: dir)
+            return summary.stalls.count
+        }
+        #expect(try stalls { _ in } == 1)
+        #expect(try stalls { $0.extraIdleSyscalls = [0] } == 0)  // read
+        #expect(try stalls { $0.idleFramePatterns = ["read_from_*"] } == 0)
+        #expect(try stalls { $0.idleFramePatterns = ["no_such_function"] } == 1)
     }
 }
