@@ -2,6 +2,9 @@
 #include "CPtrace.h"
 
 #include <errno.h>
+#include <spawn.h>
+#include <string.h>
+#include <sys/prctl.h>
 #include <signal.h>
 #include <sys/ptrace.h>
 #include <sys/syscall.h>
@@ -50,3 +53,39 @@ ssize_t sa_read_memory(pid_t pid, uint64_t address, void *buffer, size_t length)
 pid_t sa_gettid(void) { return (pid_t)syscall(SYS_gettid); }
 
 int sa_tgkill(pid_t tgid, pid_t tid, int sig) { return (int)syscall(SYS_tgkill, tgid, tid, sig); }
+
+int sa_spawn(const char *path, char *const argv[], char *const envp[], pid_t *pid) {
+  posix_spawnattr_t attr;
+  int rc = posix_spawnattr_init(&attr);
+  if (rc != 0) return rc;
+  sigset_t none, all;
+  sigemptyset(&none);
+  sigfillset(&all);
+  posix_spawnattr_setsigmask(&attr, &none);
+  posix_spawnattr_setsigdefault(&attr, &all);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+  if (strchr(path, '/') != NULL) {
+    rc = posix_spawn(pid, path, NULL, &attr, argv, envp);
+  } else {
+    rc = posix_spawnp(pid, path, NULL, &attr, argv, envp);
+  }
+  posix_spawnattr_destroy(&attr);
+  return rc;
+}
+
+int sa_set_child_subreaper(void) { return prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); }
+
+pid_t sa_reap_one(int *status, int *signaled) {
+  siginfo_t info;
+  memset(&info, 0, sizeof info);
+  if (waitid(P_ALL, 0, &info, WEXITED | WNOHANG) != 0) return -1;
+  if (info.si_pid == 0) return 0;
+  if (info.si_code == CLD_EXITED) {
+    *status = info.si_status;
+    *signaled = 0;
+  } else {
+    *status = 128 + info.si_status;
+    *signaled = info.si_status;
+  }
+  return info.si_pid;
+}

@@ -19,9 +19,40 @@ struct StallAgentCommand: ParsableCommand {
             5 not traceable (zombie, kernel thread, already traced); 6 capture timed out; \
             64 bad arguments; 73 report directory unusable; 1 other errors.
             """,
-        subcommands: [Watch.self, Dump.self, Demo.self, Bench.self],
+        subcommands: [Watch.self, Run.self, Dump.self, Demo.self, Bench.self],
         defaultSubcommand: Watch.self
     )
+}
+
+extension StallAgentCommand {
+    static let subcommandNames: Set<String> = ["watch", "run", "dump", "demo", "bench", "help"]
+
+    /// `stallagent [options] -- COMMAND` means `stallagent run [options] -- COMMAND`.
+    /// In that mode every error of the agent's own, usage errors included, exits 125 like
+    /// timeout(1), so a wrapped test run can tell them from the command's own failures.
+    static func main() {
+        var arguments = Array(CommandLine.arguments.dropFirst())
+        let wrapping: Bool
+        if let separator = arguments.firstIndex(of: "--"),
+           !subcommandNames.contains(arguments.first ?? ""), !arguments[..<separator].contains("--pid")
+        {
+            arguments.insert("run", at: 0)
+            wrapping = true
+        } else {
+            wrapping = arguments.first == "run"
+        }
+        do {
+            var command = try parseAsRoot(arguments)
+            try command.run()
+        } catch {
+            let code = exitCode(for: error)
+            if wrapping, code.rawValue == 64 || code.rawValue == 1 {
+                FileHandleOutput.standardError(fullMessage(for: error) + "\n")
+                Glibc.exit(125)
+            }
+            exit(withError: error)
+        }
+    }
 }
 
 /// Runs `body`, turning the agent's errors into a message and their documented exit code.

@@ -7,8 +7,8 @@ struct WatchOptions: ParsableArguments {
     @Option(help: ArgumentHelp("Stall threshold: a busy main thread this long is a stall.", valueName: "duration"))
     var threshold = "1s"
 
-    @Option(help: ArgumentHelp("Threshold before the process is first seen idle (start-up).", valueName: "duration"))
-    var launchThreshold = "10s"
+    @Option(help: ArgumentHelp("Threshold before the process is first seen idle (start-up); 'off' never reports a process that has not yet idled. Default: 10s for --pid, off for wrapped commands.", valueName: "duration"))
+    var launchThreshold: String?
 
     @Option(help: ArgumentHelp("How often /proc is probed (jittered ±20 %).", valueName: "duration"))
     var probeInterval = "10ms"
@@ -37,7 +37,7 @@ struct WatchOptions: ParsableArguments {
     @Option(help: ArgumentHelp("Most stack bytes copied per sample.", valueName: "bytes"))
     var maxStack = 512 * 1024
 
-    func monitorOptions() throws -> MonitorOptions {
+    func monitorOptions(defaultLaunchThreshold: Double = 10) throws -> MonitorOptions {
         func parse(_ text: String, _ name: String, minimum: Double = 0) throws -> Double {
             guard let value = DurationParser.parse(text), value >= minimum else {
                 throw ValidationError("--\(name): '\(text)' is not a duration (examples: 1.5s, 250ms, 2m)")
@@ -46,7 +46,11 @@ struct WatchOptions: ParsableArguments {
         }
         var options = MonitorOptions()
         options.threshold = try parse(threshold, "threshold", minimum: 0.01)
-        options.launchThreshold = try parse(launchThreshold, "launch-threshold", minimum: 0.01)
+        if let launchThreshold, launchThreshold.lowercased() != "off" {
+            options.launchThreshold = try parse(launchThreshold, "launch-threshold", minimum: 0.01)
+        } else {
+            options.launchThreshold = launchThreshold == nil ? defaultLaunchThreshold : .infinity
+        }
         options.probeInterval = try parse(probeInterval, "probe-interval", minimum: 0.001)
         options.sampleInterval = try parse(sampleInterval, "sample-interval", minimum: 0.001)
         options.duration = try duration.map { try parse($0, "duration", minimum: 0.01) }

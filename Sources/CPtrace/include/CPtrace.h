@@ -40,6 +40,20 @@ ssize_t sa_read_memory(pid_t pid, uint64_t address, void *buffer, size_t length)
 pid_t sa_gettid(void);
 int sa_tgkill(pid_t tgid, pid_t tid, int sig);
 
+/// Spawns `path` (searched in PATH when it has no slash) with `argv`/`envp`, with every
+/// signal unblocked and at its default action in the child, whatever the agent inherited.
+/// Returns 0 and sets *pid, or an errno (ENOENT: not found; EACCES/ENOEXEC: not executable).
+int sa_spawn(const char *path, char *const argv[], char *const envp[], pid_t *pid);
+
+/// prctl(PR_SET_CHILD_SUBREAPER, 1): orphaned descendants are re-parented to us, not init,
+/// so a wrapper can watch and reap them.
+int sa_set_child_subreaper(void);
+
+/// waitid(P_ALL, WEXITED | WNOHANG): reaps one exited child without consuming ptrace stops
+/// of threads being captured. Returns the pid, 0 if none, -1 with errno (ECHILD: no children).
+/// *status is the exit code, or 128 + signal for a signal death (the shell convention).
+pid_t sa_reap_one(int *status, int *signaled);
+
 /// Constants Swift cannot import from macros.
 enum {
   SA_PTRACE_EVENT_STOP = 128,

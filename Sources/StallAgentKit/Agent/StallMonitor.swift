@@ -87,56 +87,121 @@ public final class StallMonitor {
         return uptime - Double(stat.startTicks) / Double(sysconf(Int32(_SC_CLK_TCK)))
     }
 
+    private var startTime = 0.0
+    private var nextModuleCheck = 0.0
+    /// True once the target exited or `stop` was called.
+    public private(set) var finished = false
+
     /// Runs until the target exits, `options.duration` passes, or `StopRequest` is set.
     public func run() -> MonitorSummary {
         let start = MonotonicTime.seconds()
+        begin(at: start)
         var nextProbe = start
-        var nextModuleCheck = start + 1
         // SystemRandomNumberGenerator is a getrandom(2) call per draw; jitter needs no secrecy.
         var random = JitterGenerator(seed: UInt64(truncatingIfNeeded: start.bitPattern) ^ UInt64(inspector.pid))
-        loop: while true {
+        while true {
             let now = MonotonicTime.seconds()
             if StopRequest.isRequested {
                 summary.stoppedBySignal = StopRequest.signal
-                handle(detector.finish(at: now, targetGone: false))
+                stop(at: now)
                 break
             }
             if let duration = options.duration, now - start >= duration {
-                handle(detector.finish(at: now, targetGone: false))
+                stop(at: now)
                 break
             }
-            let observation = observe(at: now)
-            handle(detector.observe(observation))
-            if observation.activity == .gone {
-                handle(detector.finish(at: now, targetGone: true))
-                summary.targetExited = true
-                break loop
-            }
-            if detector.wantsSample(at: now) { sample(at: now, activity: observation.activity) }
-            if detector.isStalled { checkKillAfter(at: now) }
-            if now >= nextModuleCheck {
-                // exec or dlopen changes the maps; re-reading them costs ~100 µs, once a second.
-                _ = try? inspector.refreshModules()
-                nextModuleCheck = now + 1
-            }
+            if !step(at: now) { break }
             // Jitter keeps the probe from aliasing with the target's own periodic timers.
             nextProbe += options.probeInterval * Double.random(in: 0.8...1.2, using: &random)
-            let wait = nextProbe - MonotonicTime.seconds()
-            if wait > 0 {
-                var ts = timespec(tv_sec: Int(wait), tv_nsec: Int((wait - Double(Int(wait))) * 1e9))
-                nanosleep(&ts, nil)
-            } else if wait < -options.probeInterval * 5 {
-                nextProbe = MonotonicTime.seconds()  // fell behind (e.g. a long capture): do not burst
-            }
+            nextProbe = StallMonitor.sleep(until: nextProbe, interval: options.probeInterval)
         }
+        return end()
+    }
+
+    /// Sleeps until `deadline`; returns the deadline to count the next one from (reset to now
+    /// when far behind, e.g. after a long capture, so probes do not burst).
+    static func sleep(until deadline: Double, interval: Double) -> Double {
+        let wait = deadline - MonotonicTime.seconds()
+        if wait > 0 {
+            var ts = timespec(tv_sec: Int(wait), tv_nsec: Int((wait - Double(Int(wait))) * 1e9))
+            nanosleep(&ts, nil)
+        } else if wait < -interval * 5 {
+            return MonotonicTime.seconds()
+        }
+        return deadline
+    }
+
+    /// For drivers that step several monitors (the command wrapper).
+    public func begin(at now: Double) {
+        startTime = now
+        nextModuleCheck = now + 1
+    }
+
+    /// One probe and, when due, one sample. Returns false once the target is gone.
+    @discardableResult
+    public func step(at now: Double) -> Bool {
+        guard !finished else { return false }
+        let observation = observe(at: now)
+        handle(detector.observe(observation))
+        if observation.activity == .gone {
+            handle(detector.finish(at: now, targetGone: true))
+            summary.targetExited = true
+            finished = true
+            return false
+        }
+        if detector.wantsSample(at: now) { sample(at: now, activity: observation.activity) }
+        if detector.isStalled { checkKillAfter(at: now) }
+        if now >= nextModuleCheck {
+            // exec or dlopen changes the maps; re-reading them costs ~100 µs, once a second.
+            _ = try? inspector.refreshModules()
+            nextModuleCheck = now + 1
+        }
+        return true
+    }
+
+    /// Ends the watch with the target still alive: an open stall is finalised.
+    public func stop(at now: Double) {
+        guard !finished else { return }
+        handle(detector.finish(at: now, targetGone: false))
+        finished = true
+    }
+
+    /// Detaches anything pending and fills in the summary's totals.
+    public func end() -> MonitorSummary {
         inspector.capturer.reapPending(final: true)
-        summary.watchedSeconds = MonotonicTime.seconds() - start
+        summary.watchedSeconds = MonotonicTime.seconds() - startTime
         var usage = rusage()
         getrusage(RUSAGE_SELF.rawValue, &usage)
         summary.agentCPUSeconds = Double(usage.ru_utime.tv_sec) + Double(usage.ru_utime.tv_usec) / 1e6
             + Double(usage.ru_stime.tv_sec) + Double(usage.ru_stime.tv_usec) / 1e6
         summary.peakResidentBytes = usage.ru_maxrss * 1024
         return summary
+    }
+
+    /// An on-demand capture (0xbaaaaaad): where the main thread is right now, busy or not —
+    /// the evidence a timeout leaves behind. Returns the text report's path.
+    public func writeSnapshotReport(at now: Double) -> String? {
+        let (_, _, classification) = inspector.classify(tid: inspector.pid)
+        var sample: StackSample?
+        if let (_, stack) = try? inspector.captureStack(tid: inspector.pid, activity: classification.activity) {
+            let frames = inspector.symbolizer.symbolize(stack)
+            for frame in frames { frameCache[frame.address] = frame }
+            sample = StackSample(
+                time: now, activity: classification.activity,
+                frames: frames.map {
+                    SampledFrame(
+                        function: $0.function ?? "\($0.module ?? "?")+0x\(String($0.moduleOffset ?? $0.address, radix: 16))",
+                        module: $0.module ?? "?", address: $0.address, cfa: $0.stackPointer)
+                })
+        }
+        let snapshot = detector.captureSnapshot(at: now, idleSample: sample)
+        let report = StallReport(snapshot: snapshot, context: context(for: snapshot))
+        do {
+            return try writer.write(report, folded: nil).text
+        } catch {
+            log("stallagent: warning: could not write the snapshot report: \(error)")
+            return nil
+        }
     }
 
     // MARK: Probing
@@ -246,7 +311,7 @@ public final class StallMonitor {
                 refreshLockOwner(for: snapshot)
                 let report = write(snapshot)
                 if !options.quiet {
-                    log("stallagent: stall #\(snapshot.id) detected: main thread \(describe(snapshot, report)) for \(Format.seconds(snapshot.duration)) so far"
+                    log("stallagent: stall #\(snapshot.id) in \(inspector.name)[\(inspector.pid)] detected: main thread \(describe(snapshot, report)) for \(Format.seconds(snapshot.duration)) so far"
                         + (decision.shouldWriteReport ? "" : " (seen before: \(decision.occurrence)×)"))
                 }
             case .stallUpdated(let snapshot):

@@ -140,7 +140,10 @@ public final class ThreadCapturer {
         while true {
             let result = sa_waitpid_nohang(tid, &status)
             if result == tid {
-                if sa_wifexited(status) != 0 || sa_wifsignaled(status) != 0 { return .exited }
+                if sa_wifexited(status) != 0 || sa_wifsignaled(status) != 0 {
+                    ReapedExitLedger.shared.record(pid: tid, rawStatus: status)
+                    return .exited
+                }
                 if sa_wifstopped(status) != 0 {
                     let signal = sa_wstopsig(status)
                     let event = sa_wptrace_event(status)
@@ -174,6 +177,7 @@ public final class ThreadCapturer {
             var status: Int32 = 0
             let result = sa_waitpid_nohang(tid, &status)
             if result == tid {
+                ReapedExitLedger.shared.record(pid: tid, rawStatus: status)
                 if sa_wifstopped(status) != 0 {
                     let signal = sa_wptrace_event(status) == 0 && sa_wstopsig(status) != SIGTRAP ? sa_wstopsig(status) : 0
                     _ = sa_ptrace_detach(tid, signal)

@@ -183,7 +183,8 @@ public struct StallReport: Codable, Sendable {
         try c.encode(ongoing, forKey: .ongoing)
         try c.encode(ending, forKey: .ending)
         try c.encode(durationSeconds, forKey: .durationSeconds)
-        try c.encode(thresholdSeconds, forKey: .thresholdSeconds)
+        // A wrapped command's launch phase has no limit (infinity): JSON has no such number.
+        try c.encode(thresholdSeconds.isFinite ? thresholdSeconds : nil, forKey: .thresholdSeconds)
         try c.encode(samples, forKey: .samples)
         try c.encode(stateBreakdown, forKey: .stateBreakdown)
         try c.encode(stallFrame, forKey: .stallFrame)
@@ -224,7 +225,7 @@ public struct StallReport: Codable, Sendable {
         ongoing = try c.decode(Bool.self, forKey: .ongoing)
         ending = try c.decodeIfPresent(String.self, forKey: .ending)
         durationSeconds = try c.decode(Double.self, forKey: .durationSeconds)
-        thresholdSeconds = try c.decode(Double.self, forKey: .thresholdSeconds)
+        thresholdSeconds = try c.decodeIfPresent(Double.self, forKey: .thresholdSeconds) ?? .infinity
         samples = try c.decode(ReportSampleStats.self, forKey: .samples)
         stateBreakdown = try c.decode(ReportStateBreakdown.self, forKey: .stateBreakdown)
         stallFrame = try c.decodeIfPresent(SymbolizedFrame.self, forKey: .stallFrame)

@@ -15,7 +15,8 @@ enum StallReportDescription {
         let limit = report.phase == StallPhase.launch.rawValue ? "launch threshold" : "threshold"
         let during = report.phase == StallPhase.launch.rawValue ? " during launch" : ""
         return "main thread \(doing)\(during) for \(ReportNumber.duration(report.durationSeconds)) "
-            + "(\(limit) \(ReportNumber.duration(report.thresholdSeconds))), \(outcome(report))"
+            + (report.thresholdSeconds.isFinite ? "(\(limit) \(ReportNumber.duration(report.thresholdSeconds))), " : "(no \(limit)), ")
+            + outcome(report)
     }
 
     /// Phrased from the cause, not the printed reason, so a stall that ended in the target's

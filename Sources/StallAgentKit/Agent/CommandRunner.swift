@@ -1,0 +1,213 @@
+import CPtrace
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Runs a command under watch: spawns it with stdin/stdout/stderr untouched, watches it and
+/// its descendants (one `StallMonitor` each, stepped from this thread), forwards signals,
+/// reaps every descendant as a child subreaper, and exits with the command's status.
+public final class CommandRunner {
+    public let command: [String]
+    public let options: RunOptions
+    private let log: (String) -> Void
+    private var monitors: [Int32: StallMonitor] = [:]
+    private var finishedSummaries: [MonitorSummary] = []
+    private var refused: Set<Int32> = []
+    private var childStatus: Int32?
+    private var child: Int32 = 0
+    private var timedOut = false
+    private var snapshotPaths: [String] = []
+
+    public init(command: [String], options: RunOptions, log: @escaping (String) -> Void) {
+        self.command = command
+        self.options = options
+        self.log = log
+    }
+
+    /// The environment the command gets: ours, minus what belongs to our own supervisor
+    /// (systemd's notify and watchdog sockets, socket activation).
+    static func childEnvironment() -> [String] {
+        ProcessInfo.processInfo.environment
+            .filter { key, _ in
+                key != "NOTIFY_SOCKET" && !key.hasPrefix("WATCHDOG_") && !key.hasPrefix("LISTEN_")
+            }
+            .map { "\($0.key)=\($0.value)" }
+    }
+
+    /// Spawns the command; maps "not found" and "not executable" to 127 and 126.
+    func spawn() throws -> Int32 {
+        guard let program = command.first, !program.isEmpty else {
+            throw StallAgentError.invalidArgument("no command after --")
+        }
+        var pid: pid_t = 0
+        let argv = command.map { strdup($0) } + [nil]
+        let envp = CommandRunner.childEnvironment().map { strdup($0) } + [nil]
+        defer {
+            argv.forEach { free($0) }
+            envp.forEach { free($0) }
+        }
+        let rc = sa_spawn(program, argv, envp, &pid)
+        switch rc {
+        case 0: return pid
+        case ENOENT: throw RunError.commandNotFound(program)
+        case EACCES, ENOEXEC, EISDIR, EPERM: throw RunError.notExecutable(program, rc)
+        default: throw StallAgentError.system(operation: "spawn \(program)", errno: rc)
+        }
+    }
+
+    public enum RunError: Error, CustomStringConvertible {
+        case commandNotFound(String)
+        case notExecutable(String, Int32)
+
+        public var description: String {
+            switch self {
+            case .commandNotFound(let program): return "\(program): command not found"
+            case .notExecutable(let program, let code): return "\(program): cannot execute: \(String(cString: strerror(code)))"
+            }
+        }
+
+        public var exitCode: Int32 {
+            switch self {
+            case .commandNotFound: return RunExitCode.notFound
+            case .notExecutable: return RunExitCode.notExecutable
+            }
+        }
+    }
+
+    /// Runs to completion and returns the wrapper's exit status.
+    public func run() throws -> (status: Int32, summaries: [MonitorSummary]) {
+        // Fail on an unusable report directory before starting anything.
+        _ = try ReportWriter(directory: options.monitor.reportDirectory)
+        _ = sa_set_child_subreaper()
+        ForwardedSignals.install()
+        child = try spawn()
+        let start = MonotonicTime.seconds()
+        var nextProbe = start
+        var nextDiscovery = start
+        var terminateSentAt: Double?
+        var random = JitterGenerator(seed: UInt64(truncatingIfNeeded: start.bitPattern) ^ UInt64(child))
+        while childStatus == nil || !monitors.isEmpty {
+            let now = MonotonicTime.seconds()
+            for sig in ForwardedSignals.take() { Glibc.kill(child, sig) }
+            reapExited()
+            if childStatus != nil {
+                // One more probe lets each monitor see its target gone (a stall it was in
+                // ends as "died", not "monitoring stopped"); then stop watching the rest.
+                for (_, monitor) in monitors { monitor.step(at: now) }
+                for (_, monitor) in monitors { monitor.stop(at: now) }
+                collectFinished(all: true)
+                break
+            }
+            if now >= nextDiscovery {
+                discoverDescendants(at: now)
+                nextDiscovery = now + options.discoveryInterval
+            }
+            for (_, monitor) in monitors { monitor.step(at: now) }
+            collectFinished(all: false)
+            if let timeout = options.timeout, now - start >= timeout {
+                if !timedOut {
+                    timedOut = true
+                    log("stallagent: --timeout \(Format.seconds(timeout)) reached: capturing every watched process, then terminating \(command[0]) [\(child)]")
+                    for (_, monitor) in monitors.sorted(by: { $0.key < $1.key }) {
+                        if let path = monitor.writeSnapshotReport(at: now) {
+                            snapshotPaths.append(path)
+                            log("stallagent: snapshot of \(monitor.inspector.name) [\(monitor.inspector.pid)] → \(path)")
+                        }
+                    }
+                    terminateTree(SIGTERM)
+                    terminateSentAt = now
+                } else if let sent = terminateSentAt, now - sent >= options.terminateGrace {
+                    terminateTree(SIGKILL)
+                    terminateSentAt = .infinity
+                }
+            }
+            nextProbe += options.monitor.probeInterval * Double.random(in: 0.8...1.2, using: &random)
+            nextProbe = StallMonitor.sleep(until: nextProbe, interval: options.monitor.probeInterval)
+        }
+        // Reap what is left without waiting for it (a daemon the command started runs on).
+        reapExited()
+        let summaries = finishedSummaries
+        let stalls = summaries.flatMap(\.stalls)
+        let commandStatus = childStatus ?? RunExitCode.agentError
+        var status = commandStatus
+        if timedOut || stalls.contains(where: \.terminated) {
+            status = RunExitCode.timedOut
+        } else if commandStatus == 0, options.onStall == .fail, !stalls.isEmpty {
+            status = RunExitCode.stallsFound
+        }
+        return (status, summaries)
+    }
+
+    private func reapExited() {
+        while true {
+            var status: Int32 = 0
+            var signaled: Int32 = 0
+            let pid = sa_reap_one(&status, &signaled)
+            if pid <= 0 { break }
+            if pid == child { childStatus = status }
+        }
+        // A capture that was under way when the command exited may have reaped it.
+        if childStatus == nil, let status = ReapedExitLedger.shared.take(pid: child) { childStatus = status }
+    }
+
+    private func collectFinished(all: Bool) {
+        for (pid, monitor) in monitors where all || monitor.finished {
+            finishedSummaries.append(monitor.end())
+            monitors[pid] = nil
+        }
+    }
+
+    /// Finds the command's descendants — including orphans re-parented to us — and starts
+    /// watching new ones (the command always; others filtered by `--follow`).
+    private func discoverDescendants(at now: Double) {
+        let me = getpid()
+        var parents: [Int32: Int32] = [:]
+        var names: [Int32: String] = [:]
+        guard let dir = opendir("/proc") else { return }
+        while let entry = readdir(dir) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(cString: $0.bindMemory(to: CChar.self).baseAddress!) }
+            guard let pid = Int32(name), pid != me,
+                  let text = try? ProcFS.readText("/proc/\(pid)/stat", pid: pid),
+                  let stat = ProcThreadStat.parse(text), stat.state != "Z"
+            else { continue }
+            parents[pid] = stat.ppid
+            names[pid] = stat.name
+        }
+        closedir(dir)
+        for (pid, _) in parents where monitors[pid] == nil && !refused.contains(pid) {
+            var ancestor = pid
+            var isDescendant = pid == child
+            var hops = 0
+            while !isDescendant, let parent = parents[ancestor], hops < 64 {
+                if parent == child || parent == me { isDescendant = true }
+                ancestor = parent
+                hops += 1
+            }
+            guard isDescendant else { continue }
+            if pid != child, !options.follow.isEmpty,
+               !options.follow.contains(where: { (names[pid] ?? "").contains($0) })
+            {
+                continue
+            }
+            do {
+                let monitor = try StallMonitor(pid: pid, options: options.monitor, log: log)
+                monitor.begin(at: now)
+                monitors[pid] = monitor
+            } catch {
+                // Gone already, or not ours to trace (a setuid helper): not an error of the run.
+                if ProcessInfo.processInfo.environment["STALLAGENT_DEBUG"] != nil { log("stallagent: not watching \(pid): \(error)") }
+                refused.insert(pid)
+            }
+        }
+    }
+
+    /// The command and every process under it (or re-parented to us).
+    private func terminateTree(_ sig: Int32) {
+        Glibc.kill(child, sig)
+        for pid in monitors.keys where pid != child { Glibc.kill(pid, sig) }
+    }
+
+    public var snapshotReports: [String] { snapshotPaths }
+}
