@@ -378,7 +378,13 @@ public final class StallMonitor {
         let folded = options.writeFolded
             ? FoldedStackRenderer.render(snapshot, resolve: { $0.function }) : nil
         do {
-            reportPaths[snapshot.id] = try writer.write(report, folded: folded)
+            let paths = try writer.write(report, folded: folded)
+            // The file name carries the reason: when it changes (hang → died, lock → deadlock)
+            // the earlier revision would be left behind as a stale "ongoing" report.
+            if let old = reportPaths[snapshot.id], old.text != paths.text {
+                for path in [old.text, old.json, old.folded].compactMap({ $0 }) { unlink(path) }
+            }
+            reportPaths[snapshot.id] = paths
             if firstWritten[snapshot.id] == nil { firstWritten[snapshot.id] = MonotonicTime.seconds() }
         } catch {
             // A full disk must not stop the watch: warn, keep monitoring, try again next update.

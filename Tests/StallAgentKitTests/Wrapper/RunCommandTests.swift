@@ -128,7 +128,9 @@ import Glibc
         let (result, dir) = try run(["--kill-after", "1.2s", "--", fixtures, "loop", "--script", "spin:60", "--gap", "0.3"])
         defer { try? FileManager.default.removeItem(atPath: dir) }
         #expect(result.status == 124)
-        let text = try #require(try FileManager.default.contentsOfDirectory(atPath: dir).first { $0.hasSuffix(".txt") })
+        let files = try FileManager.default.contentsOfDirectory(atPath: dir)
+        #expect(files.filter { $0.hasSuffix(".txt") }.count == 1, "stale revisions left: \(files)")
+        let text = try #require(files.first { $0.hasSuffix(".txt") })
         let report = try String(contentsOfFile: dir + "/" + text, encoding: .utf8)
         #expect(report.contains("SIGABRT"))
         #expect(report.contains("busy_compute"))
