@@ -21,8 +21,11 @@ public final class ProcessModules {
         mapsSignature = text.hashValue
         let maps = MemoryMapEntry.parseAll(text)
         self.maps = maps
-        var grouped: [String: [MemoryMapEntry]] = [:]
-        var order: [String] = []
+        // A path's mappings are split into address clusters: a file mapped as data elsewhere
+        // (a database's mmap, or the ELF images this very agent maps to read symbols) must
+        // not be mistaken for the loaded copy. A cluster is a module if it has code.
+        var clusters: [(key: String, entries: [MemoryMapEntry])] = []
+        var open: [String: Int] = [:]
         for entry in maps {
             let key: String
             if entry.isFileBacked {
@@ -32,12 +35,17 @@ public final class ProcessModules {
             } else {
                 continue
             }
-            if grouped[key] == nil { order.append(key) }
-            grouped[key, default: []].append(entry)
+            if let index = open[key], let last = clusters[index].entries.last,
+               entry.start >= last.end, entry.start - last.end < 1 << 24, entry.fileOffset >= last.fileOffset
+            {
+                clusters[index].entries.append(entry)
+            } else {
+                open[key] = clusters.count
+                clusters.append((key, [entry]))
+            }
         }
         var modules: [LoadedModule] = []
-        for path in order {
-            let mappings = grouped[path]!
+        for (path, mappings) in clusters where mappings.contains(where: \.executable) || path == "[vdso]" {
             let image: ElfImage?
             if path == "[vdso]" {
                 image = ProcessModules.vdsoImage(pid: pid, mapping: mappings[0])
