@@ -32,6 +32,9 @@ struct Run: ParsableCommand {
     @Option(name: .customLong("follow"), help: ArgumentHelp("Watch only descendants whose name contains NAME (repeatable); the command itself is always watched.", valueName: "name"))
     var follow: [String] = []
 
+    @Option(help: ArgumentHelp("Write a JUnit XML file: one failing testcase per stall.", valueName: "file"))
+    var junit: String?
+
     @OptionGroup var watch: WatchOptions
 
     @Argument(parsing: .postTerminator, help: "The command to run.")
@@ -59,8 +62,20 @@ struct Run: ParsableCommand {
             throw ExitCode(RunExitCode.agentError)
         }
         let runner = CommandRunner(command: command, options: options, log: { FileHandleOutput.standardError($0 + "\n") })
+        let started = Date()
         do {
             let (status, summaries) = try runner.run()
+            if let junit {
+                do {
+                    try JUnitReport.write(
+                        JUnitReport.render(summaries: summaries, command: command, seconds: Date().timeIntervalSince(started)), to: junit)
+                } catch {
+                    FileHandleOutput.standardError("stallagent: warning: could not write \(junit): \(error.localizedDescription)\n")
+                }
+            }
+            if GitHubActionsOutput.isActive {
+                GitHubActionsOutput.emit(summaries: summaries, reportDirectory: options.monitor.reportDirectory, write: FileHandleOutput.standardOutput)
+            }
             let stalls = summaries.flatMap(\.stalls)
             if !stalls.isEmpty || !runner.snapshotReports.isEmpty {
                 FileHandleOutput.standardError(RunSummaryTable.render(summaries: summaries, snapshots: runner.snapshotReports, reportDirectory: options.monitor.reportDirectory) + "\n")

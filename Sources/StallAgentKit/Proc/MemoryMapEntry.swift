@@ -34,7 +34,10 @@ public struct MemoryMapEntry: Equatable, Sendable {
               let fileOffset = UInt64(offset, radix: 16), let inodeNumber = UInt64(inode),
               perms.count >= 3
         else { return nil }
-        let path = String(rest.drop(while: { $0 == " " }))
+        // The kernel escapes a newline in a path as \012 (seq_file_path): undo it so the file
+        // can be opened.
+        var path = String(rest.drop(while: { $0 == " " }))
+        if path.contains("\\012") { path = path.replacingOccurrences(of: "\\012", with: "\n") }
         let p = Array(perms)
         return MemoryMapEntry(
             start: start, end: end, readable: p[0] == "r", writable: p[1] == "w",

@@ -74,5 +74,7 @@ import Testing
         #expect(entries[3].path == "[stack]")
         #expect(entries[4].isDeleted)
         #expect(entries[1].contains(0x55fbfde2c000) && !entries[1].contains(0x55fbfdf00000))
+        let escaped = MemoryMapEntry.parse("7f00-7f01 r-xp 00000000 fe:01 7   /tmp/a\\012b")
+        #expect(escaped?.path == "/tmp/a\nb")
     }
 }
