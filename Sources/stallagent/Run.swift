@@ -35,6 +35,9 @@ struct Run: ParsableCommand {
     @Option(help: ArgumentHelp("Write a JUnit XML file: one failing testcase per stall.", valueName: "file"))
     var junit: String?
 
+    @Flag(help: "Preload libstallprobe.so into the command: exact event-loop boundaries from inside (epoll_wait, poll, select on the main thread).")
+    var loopProbe = false
+
     @OptionGroup var watch: WatchOptions
 
     @Argument(parsing: .postTerminator, help: "The command to run.")
@@ -57,6 +60,14 @@ struct Run: ParsableCommand {
                 return value
             }
             options.follow = follow
+            if loopProbe {
+                let me = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
+                let library = me.deletingLastPathComponent().appendingPathComponent("libstallprobe.so").path
+                guard FileManager.default.fileExists(atPath: library) else {
+                    throw ValidationError("--loop-probe: \(library) is missing; scripts/setup builds it")
+                }
+                options.loopProbeLibrary = library
+            }
         } catch let error as ValidationError {
             FileHandleOutput.standardError("stallagent: error: \(error.message)\n")
             throw ExitCode(RunExitCode.agentError)

@@ -28,12 +28,16 @@ public final class CommandRunner {
 
     /// The environment the command gets: ours, minus what belongs to our own supervisor
     /// (systemd's notify and watchdog sockets, socket activation).
-    static func childEnvironment() -> [String] {
-        ProcessInfo.processInfo.environment
+    static func childEnvironment(preload: String?) -> [String] {
+        var environment = ProcessInfo.processInfo.environment
             .filter { key, _ in
                 key != "NOTIFY_SOCKET" && !key.hasPrefix("WATCHDOG_") && !key.hasPrefix("LISTEN_")
             }
-            .map { "\($0.key)=\($0.value)" }
+        if let preload {
+            // First, so the probe's wrappers are the ones the program's calls bind to.
+            environment["LD_PRELOAD"] = [preload, environment["LD_PRELOAD"]].compactMap { $0 }.joined(separator: ":")
+        }
+        return environment.map { "\($0.key)=\($0.value)" }
     }
 
     /// Spawns the command; maps "not found" and "not executable" to 127 and 126.
@@ -43,7 +47,7 @@ public final class CommandRunner {
         }
         var pid: pid_t = 0
         let argv = command.map { strdup($0) } + [nil]
-        let envp = CommandRunner.childEnvironment().map { strdup($0) } + [nil]
+        let envp = CommandRunner.childEnvironment(preload: options.loopProbeLibrary).map { strdup($0) } + [nil]
         defer {
             argv.forEach { free($0) }
             envp.forEach { free($0) }

@@ -17,12 +17,13 @@ public final class MonitorBenchmark {
         self.agentBinary = agentBinary
     }
 
-    private func start(_ arguments: [String]) throws -> (Process, URL) {
+    private func start(_ arguments: [String], preload: String? = nil) throws -> (Process, URL) {
         let out = FileManager.default.temporaryDirectory.appendingPathComponent("mbench-\(UUID().uuidString)")
         FileManager.default.createFile(atPath: out.path, contents: nil)
         let process = Process()
         process.executableURL = fixtures
         process.arguments = arguments
+        if let preload { process.environment = ["LD_PRELOAD": preload] }
         process.standardOutput = try FileHandle(forWritingTo: out)
         try process.run()
         let deadline = Date().addingTimeInterval(10)
@@ -112,11 +113,17 @@ public final class MonitorBenchmark {
     }
 
     /// Report latency and duration accuracy against the fixture's own log.
-    func accuracy() throws {
+    func accuracy(loopProbe: Bool) throws {
         let logPath = FileManager.default.temporaryDirectory.appendingPathComponent("mbench-log-\(UUID().uuidString)").path
         defer { unlink(logPath) }
         let script = "spin:1.5,sleep:1.3,mutex:1.3,pipe:1.3,io:1.3,spin:2.2,sleep:1.7"
-        let (process, out) = try start(["loop", "--script", script, "--gap", "0.7", "--log", logPath, "--exit-when-done"])
+        let library = fixtures.deletingLastPathComponent().appendingPathComponent("libstallprobe.so").path
+        if loopProbe && !FileManager.default.fileExists(atPath: library) {
+            log("\n(loop probe: \(library) missing; run scripts/setup)")
+            return
+        }
+        let (process, out) = try start(
+            ["loop", "--script", script, "--gap", "0.7", "--log", logPath, "--exit-when-done"], preload: loopProbe ? library : nil)
         defer { stop(process); unlink(out.path) }
         var options = MonitorOptions()
         options.reportDirectory = reportDir()
@@ -127,7 +134,8 @@ public final class MonitorBenchmark {
         struct Step: Decodable { var kind: String; var start_mono: Double; var end_mono: Double; var seconds: Double }
         let steps = ((try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "").split(separator: "\n")
             .compactMap { try? JSONDecoder().decode(Step.self, from: Data($0.utf8)) }
-        log("\nreport latency and duration accuracy (loop fixture, threshold 1 s, probe 10 ms)")
+        log("\nreport latency and duration accuracy (loop fixture, threshold 1 s, probe 10 ms)"
+            + (loopProbe ? ", WITH the LD_PRELOAD loop probe" : ", /proc probe only"))
         log("  step      truth s   reported s   error ms   report on disk after threshold, ms")
         var errors: [Double] = []
         var latencies: [Double] = []
@@ -140,9 +148,9 @@ public final class MonitorBenchmark {
             let latency = stall.firstWrittenMonotonic.map { ($0 - (step.start_mono + options.threshold)) * 1000 }
             errors.append(abs(error))
             if let latency { latencies.append(latency) }
-            log("  \(step.kind.padding(toLength: 8, withPad: " ", startingAt: 0))  \(String(format: "%7.3f    %7.3f    %+7.1f      %7.1f", step.seconds, stall.duration, error, latency ?? .nan))")
+            log("  \(step.kind.padding(toLength: 8, withPad: " ", startingAt: 0))  \(String(format: "%7.3f    %7.3f    %+7.2f      %7.1f", step.seconds, stall.duration, error, latency ?? .nan))")
         }
-        log(String(format: "  worst |error| %.1f ms (goal ≤ 20 ms = 2 probe intervals); worst report latency %.1f ms (goal ≤ 100 ms)",
+        log(String(format: "  worst |error| %.2f ms (goal ≤ 20 ms = 2 probe intervals); worst report latency %.1f ms (goal ≤ 100 ms)",
                    errors.max() ?? .nan, latencies.max() ?? .nan))
     }
 
@@ -151,6 +159,7 @@ public final class MonitorBenchmark {
         try idleTarget(seconds: quick ? 5 : 20)
         try busyThroughput(rounds: quick ? 2 : 4, seconds: quick ? 3 : 5)
         try pauseAt200Hz(seconds: quick ? 1 : 2)
-        try accuracy()
+        try accuracy(loopProbe: false)
+        try accuracy(loopProbe: true)
     }
 }

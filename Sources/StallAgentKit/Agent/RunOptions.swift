@@ -10,6 +10,8 @@ public struct RunOptions: Sendable {
     public var terminateGrace = 2.0
     /// Watch only processes whose name contains one of these (the command itself always).
     public var follow: [String] = []
+    /// libstallprobe.so to preload into the command (`--loop-probe`).
+    public var loopProbeLibrary: String?
     /// How often descendants are looked for.
     public var discoveryInterval = 0.25
 

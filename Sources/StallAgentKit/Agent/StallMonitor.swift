@@ -37,6 +37,10 @@ public final class StallMonitor {
     private var frameCache: [UInt64: SymbolizedFrame] = [:]
     private var kill: (stallID: Int, abortSentAt: Double, killed: Bool)?
     private var firstWritten: [Int: Double] = [:]
+    /// libstallprobe.so in the target, when it was started with it preloaded.
+    public private(set) var loopProbe: LoopProbeReader?
+    private var lastIterations: UInt64?
+    private var lastFedTime = -Double.infinity
     private var lastCPUNanos: UInt64 = 0
     private var lastRunQueueNanos: UInt64 = 0
 
@@ -72,6 +76,7 @@ public final class StallMonitor {
         var host = [CChar](repeating: 0, count: 256)
         gethostname(&host, host.count - 1)
         hostname = String(cString: host)
+        loopProbe = LoopProbeReader(pid: inspector.pid, modules: inspector.modules)
         summary = MonitorSummary(
             pid: inspector.pid, name: inspector.name, watchedSeconds: 0,
             reportDirectory: URL(fileURLWithPath: options.reportDirectory).standardizedFileURL.path)
@@ -141,8 +146,12 @@ public final class StallMonitor {
     @discardableResult
     public func step(at now: Double) -> Bool {
         guard !finished else { return false }
-        let observation = observe(at: now)
+        var observation = observe(at: now)
+        if let reader = loopProbe, let state = reader.read() {
+            observation = applyLoopProbe(state, to: observation)
+        }
         handle(detector.observe(observation))
+        lastFedTime = observation.time
         if observation.activity == .gone {
             handle(detector.finish(at: now, targetGone: true))
             summary.targetExited = true
@@ -157,6 +166,38 @@ public final class StallMonitor {
             nextModuleCheck = now + 1
         }
         return true
+    }
+
+    /// With the loop probe, episode edges are the loop's own: a busy episode ends at the first
+    /// idle wait since the last probe and the next begins when the last wait returned — exact
+    /// times, and loop turns shorter than the probe interval are not missed.
+    private func applyLoopProbe(_ state: LoopProbeReader.State, to observation: ThreadObservation) -> ThreadObservation {
+        defer { lastIterations = state.iterations }
+        var result = observation
+        guard observation.activity != .gone, observation.activity != .stopped else { return result }
+        let previous = lastIterations ?? state.iterations
+        func feed(_ nanos: UInt64, _ activity: ThreadActivity) {
+            let time = Double(nanos) / 1e9
+            guard nanos > 0, time > lastFedTime, time < observation.time else { return }
+            handle(detector.observe(
+                ThreadObservation(time: time, activity: activity, cpuNanos: observation.cpuNanos, runQueueNanos: observation.runQueueNanos)))
+            lastFedTime = time
+        }
+        if state.iterations > previous, detector.isInEpisode,
+           state.iterations - previous <= UInt64(LoopProbeReader.ringSize)
+        {
+            feed(state.wait(number: previous + 1).waitNanos, .idle)
+        }
+        if state.inWait {
+            result.activity = .idle
+        } else {
+            if !detector.isInEpisode, state.iterations > 0 {
+                feed(state.wait(number: state.iterations).wokeNanos, result.activity.isBusy ? result.activity : .running)
+            }
+            // Just out of the wait, /proc can still show the idle call for an instant.
+            if result.activity == .idle { result.activity = .running }
+        }
+        return result
     }
 
     /// Ends the watch with the target still alive: an open stall is finalised.
