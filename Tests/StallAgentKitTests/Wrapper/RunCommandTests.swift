@@ -147,4 +147,36 @@ import Glibc
         let text = try String(contentsOfFile: dir + "/" + json.replacingOccurrences(of: ".json", with: ".txt"), encoding: .utf8)
         #expect(text.contains("sleep_forever"))
     }
+
+    /// --follow narrows the watched descendants by name.
+    @Test func followNarrowsDescendantsByName() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("follow-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let other = dir.appendingPathComponent("other-server")
+        try FileManager.default.copyItem(at: FixtureProcess.executableURL, to: other)
+        let script = """
+            \(fixtures) loop --script spin:1.2 --gap 0.3 --exit-when-done >/dev/null &
+            '\(other.path)' loop --script spin:1.2 --gap 0.3 --exit-when-done >/dev/null &
+            wait
+            """
+        let reports = dir.appendingPathComponent("reports").path
+        let result = try runCommand(agent, ["--report-dir", reports, "--follow", "stall-fix", "--", "/bin/sh", "-c", script])
+        #expect(result.status == 0)
+        let files = (try? FileManager.default.contentsOfDirectory(atPath: reports)) ?? []
+        #expect(files.filter { $0.hasSuffix(".json") }.count == 1, "\(files)")
+        #expect(files.allSatisfy { $0.hasPrefix("stall-fixtures_") })
+        // Without --follow both servers are watched.
+        let all = dir.appendingPathComponent("all").path
+        #expect(try runCommand(agent, ["--report-dir", all, "--", "/bin/sh", "-c", script]).status == 0)
+        #expect(((try? FileManager.default.contentsOfDirectory(atPath: all)) ?? []).filter { $0.hasSuffix(".json") }.count == 2)
+    }
+
+    /// A command that closes its stdout, and an agent whose stdout is closed: no effect on
+    /// the run's status.
+    @Test func closedStdoutIsHarmless() throws {
+        #expect(try run(["--", "/bin/sh", "-c", "exec >&-; exec 2>&-; exit 0"]).0.status == 0)
+        let closed = try runCommand(URL(fileURLWithPath: "/bin/sh"), ["-c", "'\(agent.path)' --report-dir /tmp/closed-\(getpid()) -- /bin/sh -c 'exit 9' >&-; echo status=$?"])
+        #expect(closed.stdout.contains("status=9"), "\(closed.stdout) \(closed.stderr)")
+    }
 }
