@@ -12,6 +12,9 @@ public enum StallAgentError: Error, CustomStringConvertible, Equatable {
     case alreadyTraced(pid: Int32, tracer: Int32)
     case targetExited(pid: Int32)
     case captureTimedOut(tid: Int32, milliseconds: Int)
+    /// A blocked thread moved while its stack was copied without a stop (and stopping it
+    /// was not allowed): the copy may be torn. Callers retry.
+    case threadMoved(tid: Int32)
     case system(operation: String, errno: Int32)
     case invalidArgument(String)
     case reportDirectory(path: String, reason: String)
@@ -38,6 +41,8 @@ public enum StallAgentError: Error, CustomStringConvertible, Equatable {
             return "process \(pid) exited during the capture"
         case .captureTimedOut(let tid, let ms):
             return "thread \(tid) did not stop within \(ms) ms (probably in uninterruptible I/O); it was left running"
+        case .threadMoved(let tid):
+            return "thread \(tid) kept moving while its stack was copied; no consistent stack"
         case .system(let operation, let code):
             return "\(operation) failed: \(String(cString: strerror(code)))"
         case .invalidArgument(let text):
@@ -53,7 +58,7 @@ public enum StallAgentError: Error, CustomStringConvertible, Equatable {
         case .noSuchProcess, .targetExited: return 3
         case .permissionDenied: return 4
         case .zombie, .kernelThread, .alreadyTraced: return 5
-        case .captureTimedOut: return 6
+        case .captureTimedOut, .threadMoved: return 6
         case .invalidArgument: return 64
         case .reportDirectory: return 73
         case .system: return 1

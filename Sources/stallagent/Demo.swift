@@ -54,9 +54,7 @@ struct Demo: ParsableCommand {
             options.reportDirectory = reportDir
             StopRequest.install()
             let monitor = try StallMonitor(pid: process.processIdentifier, options: options, log: { FileHandleOutput.standardError($0 + "\n") })
-            FileHandleOutput.standardError("stallagent: watching \(monitor.inspector.name) [\(monitor.inspector.pid)]; reports → \(monitor.summary.reportDirectory)\n")
-            let summary = monitor.run()
-            FileHandleOutput.standardError(summary.render() + "\n")
+            let summary = watchAndSummarize(monitor)
             if let first = summary.stalls.compactMap(\.reportPath).first {
                 FileHandleOutput.standardError("\nRead one: less \(first)   (JSON beside it; folded stacks for flamegraph.pl)\n")
             }

@@ -91,10 +91,18 @@ struct Watch: ParsableCommand {
             let options = try watch.monitorOptions()
             StopRequest.install()
             let monitor = try StallMonitor(pid: pid, options: options, log: { FileHandleOutput.standardError($0 + "\n") })
-            FileHandleOutput.standardError(
-                "stallagent: watching \(monitor.inspector.name) [\(monitor.inspector.pid)]'s main thread; reports → \(monitor.summary.reportDirectory)\n")
-            let summary = monitor.run()
-            FileHandleOutput.standardError(summary.render() + "\n")
+            watchAndSummarize(monitor)
         }
     }
+}
+
+/// Runs a monitor as `watch` and `demo` do: a first line naming the report directory, the
+/// per-stall lines while it runs, the exit summary at the end.
+@discardableResult
+func watchAndSummarize(_ monitor: StallMonitor) -> MonitorSummary {
+    FileHandleOutput.standardError(
+        "stallagent: watching \(monitor.inspector.name) [\(monitor.inspector.pid)]'s main thread; reports → \(monitor.summary.reportDirectory)\n")
+    let summary = monitor.run()
+    FileHandleOutput.standardError(summary.render() + "\n")
+    return summary
 }

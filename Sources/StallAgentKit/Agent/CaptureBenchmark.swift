@@ -19,39 +19,6 @@ public final class CaptureBenchmark {
         self.agentBinary = agentBinary
     }
 
-    final class Fixture {
-        let process = Process()
-        let gapsPath: String?
-        var pid: Int32 { process.processIdentifier }
-
-        init(_ executable: URL, _ arguments: [String], gapsPath: String?) throws {
-            self.gapsPath = gapsPath
-            let out = FileManager.default.temporaryDirectory.appendingPathComponent("bench-\(UUID().uuidString)")
-            FileManager.default.createFile(atPath: out.path, contents: nil)
-            process.executableURL = executable
-            process.arguments = arguments
-            process.standardOutput = try FileHandle(forWritingTo: out)
-            try process.run()
-            let deadline = Date().addingTimeInterval(10)
-            while Date() < deadline {
-                if let text = try? String(contentsOf: out, encoding: .utf8), text.contains("ready") { break }
-                usleep(5000)
-            }
-            usleep(100_000)
-        }
-
-        func finish() throws -> TargetGapLog? {
-            kill(pid, SIGTERM)
-            let deadline = Date().addingTimeInterval(10)
-            while process.isRunning && Date() < deadline { usleep(5000) }
-            if process.isRunning { kill(pid, SIGKILL) }
-            process.waitUntilExit()
-            guard let gapsPath else { return nil }
-            defer { unlink(gapsPath) }
-            return try TargetGapLog(path: gapsPath)
-        }
-    }
-
     func gapsPath() -> String {
         FileManager.default.temporaryDirectory.appendingPathComponent("gaps-\(UUID().uuidString)").path
     }
@@ -72,7 +39,7 @@ public final class CaptureBenchmark {
     /// Floor and capture against one running fixture; returns (floor p50, capture p50).
     public func runningTarget(_ title: String, _ arguments: [String]) throws -> (Double, Double) {
         let gaps = gapsPath()
-        let fixture = try Fixture(fixtures, arguments + ["--gaps", gaps], gapsPath: gaps)
+        let fixture = try BenchmarkFixture(fixtures, arguments + ["--gaps", gaps], gapsPath: gaps, settle: 100_000)
         let inspector = try ProcessInspector(pid: fixture.pid)
         var floorWindows: [(UInt64, UInt64)] = []
         var captureWindows: [(UInt64, UInt64)] = []
@@ -121,7 +88,7 @@ public final class CaptureBenchmark {
     }
 
     func blockedTarget(_ title: String, _ arguments: [String]) throws {
-        let fixture = try Fixture(fixtures, arguments, gapsPath: nil)
+        let fixture = try BenchmarkFixture(fixtures, arguments, settle: 100_000)
         let inspector = try ProcessInspector(pid: fixture.pid)
         var stops = 0
         var failures = 0
@@ -142,34 +109,15 @@ public final class CaptureBenchmark {
 
     /// Idle target: counts the EINTRs the target saw across the dumps.
     func idleTarget() throws {
-        let out = FileManager.default.temporaryDirectory.appendingPathComponent("bench-idle-\(UUID().uuidString)")
-        FileManager.default.createFile(atPath: out.path, contents: nil)
-        defer { unlink(out.path) }
-        let process = Process()
-        process.executableURL = fixtures
-        process.arguments = ["idle"]
-        process.standardOutput = try FileHandle(forWritingTo: out)
-        try process.run()
-        defer {
-            if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-            process.waitUntilExit()
-        }
-        while !((try? String(contentsOf: out, encoding: .utf8)) ?? "").contains("ready") { usleep(5000) }
-        let inspector = try ProcessInspector(pid: process.processIdentifier)
+        let fixture = try BenchmarkFixture(fixtures, ["idle"])
+        defer { _ = try? fixture.finish() }
+        let inspector = try ProcessInspector(pid: fixture.pid)
         var stops = 0
         for _ in 0..<captures {
-            if try inspector.dump(tid: process.processIdentifier).captureMethod == .ptraceStop { stops += 1 }
+            if try inspector.dump(tid: fixture.pid).captureMethod == .ptraceStop { stops += 1 }
         }
-        kill(process.processIdentifier, SIGUSR1)
-        var line = ""
-        for _ in 0..<200 {
-            let text = (try? String(contentsOf: out, encoding: .utf8)) ?? ""
-            if let found = text.split(separator: "\n").first(where: { $0.hasPrefix("eintr=") }) {
-                line = String(found)
-                break
-            }
-            usleep(10_000)
-        }
+        kill(fixture.pid, SIGUSR1)
+        let line = fixture.waitForLine(prefix: "eintr=", timeout: 2) ?? ""
         log("\nidle target (epoll_wait): \(captures) dumps")
         log("  ptrace stops: \(stops)   target reports: \(line)")
     }
@@ -177,7 +125,7 @@ public final class CaptureBenchmark {
     /// One-shot tools against the same running target: wall time and the pause it felt.
     func oneShotTools() throws {
         let gaps = gapsPath()
-        let fixture = try Fixture(fixtures, ["spin-timed", "--gaps", gaps], gapsPath: gaps)
+        let fixture = try BenchmarkFixture(fixtures, ["spin-timed", "--gaps", gaps], gapsPath: gaps, settle: 100_000)
         var results: [(String, [UInt64], [(UInt64, UInt64)])] = []
         let tools: [(String, String, [String], Int)] = [
             ("stallagent dump", agentBinary.path, ["dump", "--pid", "\(fixture.pid)"], 10),

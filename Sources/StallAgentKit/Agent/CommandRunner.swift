@@ -169,17 +169,13 @@ public final class CommandRunner {
         let me = getpid()
         var parents: [Int32: Int32] = [:]
         var names: [Int32: String] = [:]
-        guard let dir = opendir("/proc") else { return }
-        while let entry = readdir(dir) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(cString: $0.bindMemory(to: CChar.self).baseAddress!) }
-            guard let pid = Int32(name), pid != me,
-                  let text = try? ProcFS.readText("/proc/\(pid)/stat", pid: pid),
+        for pid in (try? ProcFS.numericEntries(in: "/proc")) ?? [] where pid != me {
+            guard let text = try? ProcFS.readText("/proc/\(pid)/stat", pid: pid),
                   let stat = ProcThreadStat.parse(text), stat.state != "Z"
             else { continue }
             parents[pid] = stat.ppid
             names[pid] = stat.name
         }
-        closedir(dir)
         for (pid, _) in parents where monitors[pid] == nil && !refused.contains(pid) {
             var ancestor = pid
             var isDescendant = pid == child
@@ -201,7 +197,6 @@ public final class CommandRunner {
                 monitors[pid] = monitor
             } catch {
                 // Gone already, or not ours to trace (a setuid helper): not an error of the run.
-                if ProcessInfo.processInfo.environment["STALLAGENT_DEBUG"] != nil { log("stallagent: not watching \(pid): \(error)") }
                 refused.insert(pid)
             }
         }

@@ -17,28 +17,6 @@ public final class MonitorBenchmark {
         self.agentBinary = agentBinary
     }
 
-    private func start(_ arguments: [String], preload: String? = nil) throws -> (Process, URL) {
-        let out = FileManager.default.temporaryDirectory.appendingPathComponent("mbench-\(UUID().uuidString)")
-        FileManager.default.createFile(atPath: out.path, contents: nil)
-        let process = Process()
-        process.executableURL = fixtures
-        process.arguments = arguments
-        if let preload { process.environment = ["LD_PRELOAD": preload] }
-        process.standardOutput = try FileHandle(forWritingTo: out)
-        try process.run()
-        let deadline = Date().addingTimeInterval(10)
-        while Date() < deadline, !((try? String(contentsOf: out, encoding: .utf8)) ?? "").contains("ready") { usleep(5000) }
-        return (process, out)
-    }
-
-    private func stop(_ process: Process) {
-        kill(process.processIdentifier, SIGTERM)
-        let deadline = Date().addingTimeInterval(10)
-        while process.isRunning && Date() < deadline { usleep(5000) }
-        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-        process.waitUntilExit()
-    }
-
     private func reportDir() -> String {
         FileManager.default.temporaryDirectory.appendingPathComponent("mbench-reports-\(UUID().uuidString)").path
     }
@@ -64,12 +42,11 @@ public final class MonitorBenchmark {
     }
 
     func idleTarget(seconds: Double) throws {
-        let (process, out) = try start(["idle"])
-        defer { stop(process); unlink(out.path) }
-        let summary = try runAgent(pid: process.processIdentifier, seconds: seconds)
-        kill(process.processIdentifier, SIGUSR1)
-        usleep(200_000)
-        let eintr = ((try? String(contentsOf: out, encoding: .utf8)) ?? "").split(separator: "\n").first { $0.hasPrefix("eintr=") } ?? "?"
+        let fixture = try BenchmarkFixture(fixtures, ["idle"])
+        defer { _ = try? fixture.finish() }
+        let summary = try runAgent(pid: fixture.pid, seconds: seconds)
+        kill(fixture.pid, SIGUSR1)
+        let eintr = fixture.waitForLine(prefix: "eintr=", timeout: 2) ?? "?"
         log("\nhealthy idle target (epoll_wait), watched \(Int(seconds)) s by `stallagent --pid` (release)")
         log("  \(agentLine(summary))")
         log("  target reports: \(eintr)        goal: 0 stops, 0 EINTR, agent CPU < 0.5 % of a core, RSS < 50 MB")
@@ -82,16 +59,14 @@ public final class MonitorBenchmark {
         var lastSummary = ""
         for round in 0..<(rounds * 2) {
             let gaps = FileManager.default.temporaryDirectory.appendingPathComponent("mbench-gaps-\(UUID().uuidString)").path
-            let (process, out) = try start(["spin-timed", "--gaps", gaps])
-            defer { unlink(out.path); unlink(gaps) }
+            let fixture = try BenchmarkFixture(fixtures, ["spin-timed", "--gaps", gaps], gapsPath: gaps)
             let watch = round % 2 == 0
             if watch {
-                lastSummary = try runAgent(pid: process.processIdentifier, seconds: seconds)
+                lastSummary = try runAgent(pid: fixture.pid, seconds: seconds)
             } else {
                 usleep(UInt32(seconds * 1e6))
             }
-            stop(process)
-            guard let log = try? TargetGapLog(path: gaps), log.seconds > 0 else { continue }
+            guard let log = try? fixture.finish(), log.seconds > 0 else { continue }
             let rate = Double(log.iterations) / log.seconds
             if watch { watched.append(rate) } else { unwatched.append(rate) }
         }
@@ -122,14 +97,15 @@ public final class MonitorBenchmark {
             log("\n(loop probe: \(library) missing; run scripts/setup)")
             return
         }
-        let (process, out) = try start(
-            ["loop", "--script", script, "--gap", "0.7", "--log", logPath, "--exit-when-done"], preload: loopProbe ? library : nil)
-        defer { stop(process); unlink(out.path) }
+        let fixture = try BenchmarkFixture(
+            fixtures, ["loop", "--script", script, "--gap", "0.7", "--log", logPath, "--exit-when-done"],
+            preload: loopProbe ? library : nil)
+        defer { _ = try? fixture.finish() }
         var options = MonitorOptions()
         options.reportDirectory = reportDir()
         options.quiet = true
         defer { try? FileManager.default.removeItem(atPath: options.reportDirectory) }
-        let monitor = try StallMonitor(pid: process.processIdentifier, options: options, log: { _ in })
+        let monitor = try StallMonitor(pid: fixture.pid, options: options, log: { _ in })
         let summary = monitor.run()
         struct Step: Decodable { var kind: String; var start_mono: Double; var end_mono: Double; var seconds: Double }
         let steps = ((try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "").split(separator: "\n")

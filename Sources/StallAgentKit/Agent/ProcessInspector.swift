@@ -85,7 +85,7 @@ public final class ProcessInspector {
     public func stackEnd(_ sp: UInt64) -> UInt64? {
         if let mapping = modules.mapping(containing: sp) { return mapping.end }
         // The main stack grows down past the start recorded when maps was read.
-        if let stack = modules.maps.first(where: { $0.path == "[stack]" }), sp < stack.end, stack.end - sp < 1 << 30 {
+        if let stack = modules.mainStack, sp < stack.end, stack.end - sp < 1 << 30 {
             return stack.end
         }
         return nil
@@ -98,13 +98,17 @@ public final class ProcessInspector {
         -> (snapshot: ThreadSnapshot, stack: UnwoundStack)
     {
         let allowStop = activity != .idle
-        var lastError: Error = StallAgentError.invalidArgument("thread \(tid) kept moving; no consistent stack")
+        var lastError: Error = StallAgentError.threadMoved(tid: tid)
         for _ in 0..<3 {
             do {
                 let snapshot = try capturer.capture(
                     pid: pid, tid: tid, probe: probe, allowStop: allowStop, stackEnd: stackEnd)
                 var stack = unwinder.unwind(snapshot)
-                if stack.end == .noUnwindInfo || stack.end == .badFrame, try refreshModules() {
+                // Re-read the maps only when a frame lies outside every known module (dlopen,
+                // exec); a stack that ends early inside known code would re-read them per sample.
+                if stack.end != .complete, stack.frames.contains(where: { modules.module(containing: $0.address) == nil }),
+                   try refreshModules()
+                {
                     stack = unwinder.unwind(snapshot)
                 }
                 if snapshot.method == .withoutStop, stack.end == .missingRegister, allowStop,
@@ -114,12 +118,8 @@ public final class ProcessInspector {
                     return (stopped, unwinder.unwind(stopped))
                 }
                 return (snapshot, stack)
-            } catch let error as StallAgentError {
-                if case .invalidArgument = error {
-                    lastError = error
-                    continue
-                }
-                throw error
+            } catch StallAgentError.threadMoved(let moved) {
+                lastError = StallAgentError.threadMoved(tid: moved)
             }
         }
         throw lastError

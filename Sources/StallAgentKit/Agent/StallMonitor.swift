@@ -44,8 +44,8 @@ public final class StallMonitor {
     private var lastCPUNanos: UInt64 = 0
     private var lastRunQueueNanos: UInt64 = 0
 
-    // Idle-frame decisions, keyed by the /proc syscall line they were made for.
-    private var idleFrameCache: (ProcSyscallInfo, Bool)?
+    // The last classification and the /proc state it was made for.
+    private var lastClassification: (state: Character, syscall: ProcSyscallInfo?, activity: ThreadActivity)?
 
     public private(set) var summary: MonitorSummary
 
@@ -229,11 +229,7 @@ public final class StallMonitor {
             for frame in frames { frameCache[frame.address] = frame }
             sample = StackSample(
                 time: now, activity: classification.activity,
-                frames: frames.map {
-                    SampledFrame(
-                        function: $0.function ?? "\($0.module ?? "?")+0x\(String($0.moduleOffset ?? $0.address, radix: 16))",
-                        module: $0.module ?? "?", address: $0.address, cfa: $0.stackPointer)
-                })
+                frames: frames.map(StallMonitor.sampledFrame))
         }
         let snapshot = detector.captureSnapshot(at: now, idleSample: sample)
         let report = StallReport(snapshot: snapshot, context: context(for: snapshot))
@@ -257,20 +253,32 @@ public final class StallMonitor {
         }
         guard let stat = probe.stat() else { return ThreadObservation(time: now, activity: .gone) }
         let sched = probe.schedstat()
+        let activity = classify(state: stat.state, syscall: syscall)
+        resetEpisodeStatisticsIfNeeded()
+        lastCPUNanos = sched?.cpuNanos ?? lastCPUNanos
+        lastRunQueueNanos = sched?.runQueueNanos ?? lastRunQueueNanos
+        return ThreadObservation(
+            time: now, activity: activity, cpuNanos: lastCPUNanos, runQueueNanos: lastRunQueueNanos)
+    }
+
+    /// The thread's activity. A thread still in the very same call (identical /proc syscall
+    /// line and state) is not classified again: that would re-read its fd link and, with
+    /// --idle-frame, its stack on every probe while it waits.
+    private func classify(state: Character, syscall: ProcSyscallInfo?) -> ThreadActivity {
+        if let last = lastClassification, last.state == state, last.syscall == syscall, syscall != .running {
+            return last.activity
+        }
         let inspector = self.inspector
         var activity = classifier.classify(
-            state: stat.state, syscall: syscall, fileKind: { fd in inspector.fileKind(fd) }
+            state: state, syscall: syscall, fileKind: { fd in inspector.fileKind(fd) }
         ).activity
         if !options.idleFramePatterns.isEmpty, activity.isBusy, activity != .running, let syscall,
            isIdleByFrame(syscall: syscall)
         {
             activity = .idle
         }
-        resetEpisodeStatisticsIfNeeded()
-        lastCPUNanos = sched?.cpuNanos ?? lastCPUNanos
-        lastRunQueueNanos = sched?.runQueueNanos ?? lastRunQueueNanos
-        return ThreadObservation(
-            time: now, activity: activity, cpuNanos: lastCPUNanos, runQueueNanos: lastRunQueueNanos)
+        lastClassification = (state, syscall, activity)
+        return activity
     }
 
     private func resetEpisodeStatisticsIfNeeded() {
@@ -286,18 +294,16 @@ public final class StallMonitor {
     }
 
     /// A blocked thread is idle if its stack shows one of the user's idle frames. The stack is
-    /// read without a stop and the answer kept while the thread stays in the same call.
+    /// read without a stop (`classify` keeps the answer while the thread stays in the call).
     private func isIdleByFrame(syscall: ProcSyscallInfo) -> Bool {
-        if let cached = idleFrameCache, cached.0 == syscall { return cached.1 }
         guard let snapshot = inspector.capturer.captureWithoutStop(
-            pid: inspector.pid, tid: inspector.pid, info: syscall, stackEnd: inspector.stackEnd)
+            pid: inspector.pid, tid: inspector.pid, info: syscall, probe: probe, stackEnd: inspector.stackEnd)
         else { return false }
         let frames = inspector.symbolizer.symbolize(inspector.unwinder.unwind(snapshot))
         let answer = frames.contains { frame in
             guard let name = frame.function else { return false }
             return options.idleFramePatterns.contains { GlobPattern.matches($0, name) }
         }
-        idleFrameCache = (syscall, answer)
         return answer
     }
 
@@ -320,16 +326,20 @@ public final class StallMonitor {
             for frame in frames {
                 if frameCache.count > 50_000 { frameCache.removeAll(keepingCapacity: true) }
                 frameCache[frame.address] = frame
-                sampled.append(
-                    SampledFrame(
-                        function: frame.function ?? "\(frame.module ?? "?")+0x\(String(frame.moduleOffset ?? frame.address, radix: 16))",
-                        module: frame.module ?? "?", address: frame.address, cfa: frame.stackPointer))
+                sampled.append(StallMonitor.sampledFrame(frame))
             }
             handle(detector.record(StackSample(time: now, activity: activity, frames: sampled)))
         } catch {
             episodeFailed += 1
             handle(detector.record(StackSample(time: now, activity: activity, frames: [])))
         }
+    }
+
+    /// What detection keeps of a frame; an unnamed frame is "module+0xOFFSET".
+    static func sampledFrame(_ frame: SymbolizedFrame) -> SampledFrame {
+        SampledFrame(
+            function: frame.function ?? "\(frame.module ?? "?")+0x\(String(frame.moduleOffset ?? frame.address, radix: 16))",
+            module: frame.module ?? "?", address: frame.address, cfa: frame.stackPointer)
     }
 
     private func resolve(_ frame: SampledFrame, index: Int) -> SymbolizedFrame {
@@ -359,8 +369,7 @@ public final class StallMonitor {
                 refreshLockOwner(for: snapshot)
                 write(snapshot)
             case .stallEnded(let snapshot):
-                write(snapshot)
-                record(snapshot)
+                record(snapshot, write(snapshot))
             case .episodeEnded, .launchPhaseEnded:
                 break
             }
@@ -419,13 +428,7 @@ public final class StallMonitor {
         let folded = options.writeFolded
             ? FoldedStackRenderer.render(snapshot, resolve: { $0.function }) : nil
         do {
-            let paths = try writer.write(report, folded: folded)
-            // The file name carries the reason: when it changes (hang → died, lock → deadlock)
-            // the earlier revision would be left behind as a stale "ongoing" report.
-            if let old = reportPaths[snapshot.id], old.text != paths.text {
-                for path in [old.text, old.json, old.folded].compactMap({ $0 }) { unlink(path) }
-            }
-            reportPaths[snapshot.id] = paths
+            reportPaths[snapshot.id] = try writer.write(report, folded: folded)
             if firstWritten[snapshot.id] == nil { firstWritten[snapshot.id] = MonotonicTime.seconds() }
         } catch {
             // A full disk must not stop the watch: warn, keep monitoring, try again next update.
@@ -434,8 +437,7 @@ public final class StallMonitor {
         return report
     }
 
-    private func record(_ snapshot: StallSnapshot) {
-        let report = StallReport(snapshot: snapshot, context: context(for: snapshot))
+    private func record(_ snapshot: StallSnapshot, _ report: StallReport) {
         let path = (decisions[snapshot.id]?.shouldWriteReport ?? true) ? reportPaths[snapshot.id]?.text : nil
         if !options.quiet { log(StallSummaryLine.render(report, reportPath: path)) }
         summary.stalls.append(

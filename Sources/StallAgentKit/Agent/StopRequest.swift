@@ -29,7 +29,4 @@ public enum StopRequest {
             sigaction(sig, &action, nil)
         }
     }
-
-    public static func request() { requested = 1 }
-    public static func reset() { requested = 0 }
 }

@@ -51,28 +51,33 @@ public final class ThreadCapturer {
                 .flatMap { ProcSyscallInfo.parse($0) }
         }
         if let info = syscallInfo, info != .running {
-            if let snapshot = captureWithoutStop(pid: pid, tid: tid, info: info, stackEnd: stackEnd) {
+            if let snapshot = captureWithoutStop(pid: pid, tid: tid, info: info, probe: probe, stackEnd: stackEnd) {
                 return snapshot
             }
         }
-        guard allowStop else {
-            throw StallAgentError.invalidArgument("thread \(tid) moved during a no-stop capture")
-        }
+        guard allowStop else { throw StallAgentError.threadMoved(tid: tid) }
         return try captureStopped(pid: pid, tid: tid, stackEnd: stackEnd)
     }
 
     /// A blocked thread's SP and PC come from /proc; its stack is copied while it sleeps
     /// and /proc is read again: if anything moved, the copy may be torn and is discarded.
     public func captureWithoutStop(
-        pid: Int32, tid: Int32, info: ProcSyscallInfo, stackEnd: (UInt64) -> UInt64?
+        pid: Int32, tid: Int32, info: ProcSyscallInfo, probe: ThreadProbeFiles? = nil,
+        stackEnd: (UInt64) -> UInt64?
     ) -> ThreadSnapshot? {
         guard let sp = info.stackPointer, let pc = info.programCounter, sp != 0 else { return nil }
-        let schedBefore = try? ProcFS.readText("/proc/\(pid)/task/\(tid)/schedstat", pid: pid)
+        // Kept-open files when the monitor has them; a one-shot dump opens them.
+        func schedstat() -> ProcSchedstat? {
+            probe?.schedstat()
+                ?? (try? ProcFS.readText("/proc/\(pid)/task/\(tid)/schedstat", pid: pid)).flatMap { ProcSchedstat.parse($0) }
+        }
+        func syscall() -> ProcSyscallInfo? {
+            probe?.syscall()
+                ?? (try? ProcFS.readText("/proc/\(pid)/task/\(tid)/syscall", pid: pid)).flatMap { ProcSyscallInfo.parse($0) }
+        }
+        let schedBefore = schedstat()
         let stack = copyStack(pid: pid, sp: sp, stackEnd: stackEnd)
-        guard !stack.isEmpty else { return nil }
-        let after = (try? ProcFS.readText("/proc/\(pid)/task/\(tid)/syscall", pid: pid)).flatMap { ProcSyscallInfo.parse($0) }
-        let schedAfter = try? ProcFS.readText("/proc/\(pid)/task/\(tid)/schedstat", pid: pid)
-        guard after == info, schedAfter == schedBefore else { return nil }
+        guard !stack.isEmpty, syscall() == info, schedstat() == schedBefore else { return nil }
         let registers: RegisterFile
         if case .inSyscall(let number, let arguments, _, _) = info {
             registers = RegisterFile(syscall: number, arguments: arguments, sp: sp, pc: pc)

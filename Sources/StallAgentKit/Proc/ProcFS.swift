@@ -38,18 +38,22 @@ public enum ProcFS {
 
     /// Thread ids of a process, main thread first.
     public static func threadIDs(pid: Int32) throws -> [Int32] {
-        guard let dir = opendir("/proc/\(pid)/task") else {
-            throw error(errno, operation: "list threads of", pid: pid)
-        }
+        try numericEntries(in: "/proc/\(pid)/task", pid: pid)
+            .sorted { a, b in a == pid ? true : (b == pid ? false : a < b) }
+    }
+
+    /// The numeric names in a /proc directory: pids in /proc, tids in /proc/PID/task.
+    public static func numericEntries(in path: String, pid: Int32 = 0) throws -> [Int32] {
+        guard let dir = opendir(path) else { throw error(errno, operation: "list \(path)", pid: pid) }
         defer { closedir(dir) }
-        var tids: [Int32] = []
+        var numbers: [Int32] = []
         while let entry = readdir(dir) {
             let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
                 String(cString: raw.bindMemory(to: CChar.self).baseAddress!)
             }
-            if let tid = Int32(name) { tids.append(tid) }
+            if let number = Int32(name) { numbers.append(number) }
         }
-        return tids.sorted { a, b in a == pid ? true : (b == pid ? false : a < b) }
+        return numbers
     }
 
     public static func exists(pid: Int32) -> Bool {

@@ -36,7 +36,7 @@ public struct ReportBinaryImage: Codable, Sendable, Equatable {
         let c = try decoder.container(keyedBy: CodingKeys.self)
         func address(_ key: CodingKeys) throws -> UInt64 {
             let text = try c.decode(String.self, forKey: key)
-            guard let value = UInt64(text.hasPrefix("0x") ? String(text.dropFirst(2)) : text, radix: 16) else {
+            guard let value = SymbolizedFrame.parseHex(text) else {
                 throw DecodingError.dataCorruptedError(forKey: key, in: c, debugDescription: "not a hex address: \(text)")
             }
             return value

@@ -1,3 +1,4 @@
+import Synchronization
 import Foundation
 
 #if canImport(Glibc)
@@ -11,6 +12,8 @@ import Glibc
 /// so a full disk leaves the previous revision (or nothing) in place, never a mix.
 public final class ReportWriter: Sendable {
     public let directory: String
+    /// The files of each stall's last revision, keyed by pid and stall id.
+    private let written = Mutex<[String: ReportPaths]>([:])
 
     /// Creates `directory` (0755, parents too) if it is missing. Refuses a symbolic link (a
     /// report directory another user can redirect is a way to overwrite their choice of file),
@@ -64,6 +67,12 @@ public final class ReportWriter: Sendable {
         } catch {
             for temp in staged { unlink(temp) }
             throw error
+        }
+        // The name carries the reason: when it changes (hang → died, lock → deadlock) the
+        // earlier revision must go, or it would stay behind as a stale "ongoing" report.
+        let key = "\(r.process.pid)-\(r.id)"
+        if let previous = written.withLock({ $0.updateValue(paths, forKey: key) }), previous.text != paths.text {
+            for path in [previous.text, previous.json, previous.folded].compactMap({ $0 }) { unlink(path) }
         }
         syncDirectory()
         return paths

@@ -157,30 +157,16 @@ public final class ElfImage {
         symbolTable.lookup(vaddr)
     }
 
-    public var hasFullSymbolTable: Bool { symbolTable.hasSymtab }
-
     /// The virtual address of a named symbol of any type (e.g. a data object), or nil.
     public func address(ofSymbol name: String) -> UInt64? {
         guard let elf else { return nil }
-        var section: OpaquePointer? = nil
-        while let scn = elf_nextscn(elf, section) {
-            section = scn
-            var sh = GElf_Shdr()
-            guard gelf_getshdr(scn, &sh) != nil,
-                  sh.sh_type == UInt32(SHT_SYMTAB) || sh.sh_type == UInt32(SHT_DYNSYM),
-                  sh.sh_entsize > 0, let data = elf_getdata(scn, nil)
-            else { continue }
-            for index in 0..<Int(sh.sh_size / sh.sh_entsize) {
-                var sym = GElf_Sym()
-                guard gelf_getsym(data, Int32(index), &sym) != nil, sym.st_shndx != 0,
-                      let cname = elf_strptr(elf, Int(sh.sh_link), Int(sym.st_name)), strcmp(cname, name) == 0
-                else { continue }
-                return sym.st_value
-            }
+        var found: UInt64?
+        ElfSymbolTable.forEachSymbol(in: elf) { sym, symbolName, _ in
+            if strcmp(symbolName, name) == 0 { found = sym.st_value }
+            return found == nil
         }
-        return nil
+        return found
     }
-    public var symbolCount: Int { symbolTable.count }
 
     // MARK: Parsing helpers
 

@@ -39,6 +39,4 @@ public final class ElfImageCache: @unchecked Sendable {
         images.withLock { $0[key] = image }
         return image
     }
-
-    public var count: Int { images.withLock { $0.count } }
 }

@@ -19,12 +19,12 @@ public struct ElfSymbolTable {
 
     public var count: Int { starts.count }
 
-    init(elf: OpaquePointer?) {
-        guard let elf else { return }
-        var entries: [(UInt64, UInt64, String)] = []
-        var sawSymtab = false
+    /// Calls `body` for every defined symbol of `.symtab` and `.dynsym` with its name; stops
+    /// when `body` returns false. The one walk over libelf's symbol sections.
+    static func forEachSymbol(
+        in elf: OpaquePointer, _ body: (_ symbol: GElf_Sym, _ name: UnsafePointer<CChar>, _ fromSymtab: Bool) -> Bool
+    ) {
         var section: OpaquePointer? = nil
-        // Both tables are read: .symtab has the statics, .dynsym may add names .symtab lost.
         while let scn = elf_nextscn(elf, section) {
             section = scn
             var sh = GElf_Shdr()
@@ -32,18 +32,31 @@ public struct ElfSymbolTable {
                   sh.sh_type == UInt32(SHT_SYMTAB) || sh.sh_type == UInt32(SHT_DYNSYM),
                   sh.sh_entsize > 0, let data = elf_getdata(scn, nil)
             else { continue }
-            if sh.sh_type == UInt32(SHT_SYMTAB) { sawSymtab = true }
-            let symbolCount = Int(sh.sh_size / sh.sh_entsize)
-            for index in 0..<symbolCount {
+            let fromSymtab = sh.sh_type == UInt32(SHT_SYMTAB)
+            for index in 0..<Int(sh.sh_size / sh.sh_entsize) {
                 var sym = GElf_Sym()
-                guard gelf_getsym(data, Int32(index), &sym) != nil else { continue }
-                let type = sym.st_info & 0x0f
-                // STT_FUNC and STT_GNU_IFUNC; undefined symbols (imports) have no address here.
-                guard type == 2 || type == 10, sym.st_shndx != 0, sym.st_value != 0,
-                      let cname = elf_strptr(elf, Int(sh.sh_link), Int(sym.st_name))
+                // Undefined symbols (imports) have no address in this file.
+                guard gelf_getsym(data, Int32(index), &sym) != nil, sym.st_shndx != 0,
+                      let name = elf_strptr(elf, Int(sh.sh_link), Int(sym.st_name))
                 else { continue }
-                entries.append((sym.st_value, sym.st_size, String(cString: cname)))
+                if !body(sym, name, fromSymtab) { return }
             }
+        }
+    }
+
+    init(elf: OpaquePointer?) {
+        guard let elf else { return }
+        var entries: [(UInt64, UInt64, String)] = []
+        var sawSymtab = false
+        // Both tables are read: .symtab has the statics, .dynsym may add names .symtab lost.
+        ElfSymbolTable.forEachSymbol(in: elf) { sym, name, fromSymtab in
+            if fromSymtab { sawSymtab = true }
+            let type = sym.st_info & 0x0f
+            // STT_FUNC and STT_GNU_IFUNC.
+            if (type == 2 || type == 10) && sym.st_value != 0 {
+                entries.append((sym.st_value, sym.st_size, String(cString: name)))
+            }
+            return true
         }
         hasSymtab = sawSymtab
         // Aliases share an address: keep one, preferring a sized, non-underscore name.

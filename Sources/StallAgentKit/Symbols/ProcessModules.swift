@@ -86,7 +86,18 @@ public final class ProcessModules {
         return address < range.end ? modules[range.module] : nil
     }
 
+    /// Binary search (maps are sorted by address): this runs while a captured thread is
+    /// stopped, to bound its stack copy.
     public func mapping(containing address: UInt64) -> MemoryMapEntry? {
-        maps.first { $0.contains(address) }
+        var low = 0
+        var high = maps.count
+        while low < high {
+            let mid = (low + high) / 2
+            if maps[mid].start <= address { low = mid + 1 } else { high = mid }
+        }
+        return low > 0 && maps[low - 1].contains(address) ? maps[low - 1] : nil
     }
+
+    /// The main thread's stack mapping, as it was when maps was read.
+    public private(set) lazy var mainStack: MemoryMapEntry? = maps.first { $0.path == "[stack]" }
 }

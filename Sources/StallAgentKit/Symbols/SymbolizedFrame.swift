@@ -75,7 +75,7 @@ public struct SymbolizedFrame: Codable, Equatable, Sendable {
         let c = try decoder.container(keyedBy: CodingKeys.self)
         func hex(_ key: CodingKeys) throws -> UInt64? {
             guard let text = try c.decodeIfPresent(String.self, forKey: key) else { return nil }
-            return UInt64(text.hasPrefix("0x") ? String(text.dropFirst(2)) : text, radix: 16)
+            return SymbolizedFrame.parseHex(text)
         }
         index = try c.decode(Int.self, forKey: .index)
         address = try hex(.address) ?? 0
@@ -93,4 +93,9 @@ public struct SymbolizedFrame: Codable, Equatable, Sendable {
     }
 
     public static func hex(_ value: UInt64) -> String { "0x" + String(value, radix: 16) }
+
+    /// Reads what `hex` writes ("0x…", or bare hex digits).
+    public static func parseHex(_ text: String) -> UInt64? {
+        UInt64(text.hasPrefix("0x") ? String(text.dropFirst(2)) : text, radix: 16)
+    }
 }

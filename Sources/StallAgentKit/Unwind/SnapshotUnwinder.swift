@@ -14,7 +14,6 @@ public final class SnapshotUnwinder {
         var lastError: UnwindEnd?
         /// The stack pointer of the frame being stepped, for frame-pointer recovery.
         var currentFrameSP: UInt64 = 0
-        var recoveredFramePointer = false
         /// Per-module search tables handed to libunwind; kept alive while the modules are.
         var tables: [ObjectIdentifier: UnsafeMutablePointer<unw_dyn_info_t>] = [:]
 
@@ -114,7 +113,6 @@ public final class SnapshotUnwinder {
             context.stackStart = snapshot.stackStart
             context.stack = stackBytes
             context.lastError = nil
-            context.recoveredFramePointer = false
             defer { context.stack = UnsafeRawBufferPointer(start: nil, count: 0) }
             let arg = Unmanaged.passUnretained(context).toOpaque()
             var frames: [UnwoundFrame] = []
@@ -148,7 +146,7 @@ public final class SnapshotUnwinder {
                     break
                 }
             }
-            return UnwoundStack(frames: frames, end: end, recoveredFramePointer: context.recoveredFramePointer)
+            return UnwoundStack(frames: frames, end: end)
         }
     }
 
@@ -204,7 +202,6 @@ public final class SnapshotUnwinder {
            let recovered = context.recoverFramePointer()
         {
             context.registers[RegisterFile.rbp] = recovered
-            context.recoveredFramePointer = true
         }
         guard let word = context.registers[Int(register)] else {
             context.lastError = .missingRegister

@@ -33,12 +33,9 @@ public enum UnwindEnd: String, Sendable, Codable {
 public struct UnwoundStack: Sendable {
     public var frames: [UnwoundFrame]
     public var end: UnwindEnd
-    /// RBP was not captured and was found by scanning for a frame record.
-    public var recoveredFramePointer = false
 
-    public init(frames: [UnwoundFrame], end: UnwindEnd, recoveredFramePointer: Bool = false) {
+    public init(frames: [UnwoundFrame], end: UnwindEnd) {
         self.frames = frames
         self.end = end
-        self.recoveredFramePointer = recoveredFramePointer
     }
 }
