@@ -10,6 +10,8 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-collections", from: "1.6.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
+        .package(url: "https://github.com/jpsim/Yams", from: "6.2.2"),
     ],
     targets: [
         // ptrace is variadic in glibc and waitpid's status macros are function-like:
@@ -27,6 +29,8 @@ let package = Package(
             dependencies: [
                 "CPtrace", "CLibunwind", "CLibelf", "CDemangle",
                 .product(name: "DequeModule", package: "swift-collections"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "Yams", package: "Yams"),
             ]),
         .executableTarget(
             name: "stallagent",
@@ -41,7 +45,7 @@ let package = Package(
             linkerSettings: [.linkedLibrary("pthread")]),
         .testTarget(
             name: "StallAgentKitTests",
-            dependencies: ["StallAgentKit", "stall-fixtures"]),
+            dependencies: ["StallAgentKit", "CPtrace", "stall-fixtures"]),
     ],
     swiftLanguageModes: [.v5]
 )

@@ -1,5 +1,10 @@
 #define _GNU_SOURCE
 #include "CPtrace.h"
+#include <fcntl.h>
+#include <stddef.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 
 #include <errno.h>
 #include <spawn.h>
@@ -88,4 +93,99 @@ pid_t sa_reap_one(int *status, int *signaled) {
     *signaled = info.si_status;
   }
   return info.si_pid;
+}
+
+int sa_send_unix_datagram(int fd, const char *path, const void *payload, size_t length, int pass_fd) {
+  struct sockaddr_un address;
+  memset(&address, 0, sizeof address);
+  address.sun_family = AF_UNIX;
+  size_t path_length = strlen(path);
+  if (path_length == 0 || path_length >= sizeof address.sun_path) return ENAMETOOLONG;
+  memcpy(address.sun_path, path, path_length);
+  socklen_t address_length = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + path_length);
+  if (path[0] == '@') {
+    address.sun_path[0] = '\0';  // abstract namespace: no trailing NUL counted
+  } else {
+    address_length += 1;
+  }
+  struct iovec iov = {.iov_base = (void *)payload, .iov_len = length};
+  struct msghdr message;
+  memset(&message, 0, sizeof message);
+  message.msg_name = &address;
+  message.msg_namelen = address_length;
+  message.msg_iov = &iov;
+  message.msg_iovlen = 1;
+  union {
+    struct cmsghdr header;
+    char bytes[CMSG_SPACE(sizeof(int))];
+  } control;
+  if (pass_fd >= 0) {
+    memset(&control, 0, sizeof control);
+    message.msg_control = control.bytes;
+    message.msg_controllen = sizeof control.bytes;
+    struct cmsghdr *c = CMSG_FIRSTHDR(&message);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(sizeof(int));
+    memcpy(CMSG_DATA(c), &pass_fd, sizeof(int));
+  }
+  for (;;) {
+    if (sendmsg(fd, &message, MSG_NOSIGNAL | MSG_DONTWAIT) >= 0) return 0;
+    if (errno != EINTR) return errno;
+  }
+}
+
+int sa_sealed_memfd(const char *name, const void *bytes, size_t length) {
+  int fd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
+  if (fd < 0) return -1;
+  const char *cursor = bytes;
+  size_t left = length;
+  while (left > 0) {
+    ssize_t n = write(fd, cursor, left);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      int saved = errno;
+      close(fd);
+      errno = saved;
+      return -1;
+    }
+    cursor += n;
+    left -= (size_t)n;
+  }
+  if (fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) != 0) {
+    int saved = errno;
+    close(fd);
+    errno = saved;
+    return -1;
+  }
+  return fd;
+}
+
+int sa_bind_unix_datagram(const char *path) {
+  struct sockaddr_un address;
+  memset(&address, 0, sizeof address);
+  address.sun_family = AF_UNIX;
+  size_t path_length = strlen(path);
+  if (path_length == 0 || path_length >= sizeof address.sun_path) {
+    errno = ENAMETOOLONG;
+    return -1;
+  }
+  memcpy(address.sun_path, path, path_length);
+  socklen_t address_length = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + path_length);
+  if (path[0] == '@') {
+    address.sun_path[0] = '\0';
+  } else {
+    address_length += 1;
+  }
+  int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return -1;
+  int size = 16 * 1024 * 1024;
+  setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &size, sizeof size);
+  if (bind(fd, (struct sockaddr *)&address, address_length) != 0) {
+    int saved = errno;
+    close(fd);
+    errno = saved;
+    return -1;
+  }
+  return fd;
 }

@@ -18,6 +18,10 @@ public enum StallAgentError: Error, CustomStringConvertible, Equatable {
     case system(operation: String, errno: Int32)
     case invalidArgument(String)
     case reportDirectory(path: String, reason: String)
+    /// A configuration file problem; `line` is 1-based when the problem has a place.
+    case configuration(path: String, line: Int?, message: String)
+    /// The metrics listener could not bind its address (in use, not permitted).
+    case listen(address: String, errno: Int32)
 
     public var description: String {
         switch self {
@@ -26,8 +30,9 @@ public enum StallAgentError: Error, CustomStringConvertible, Equatable {
         case .permissionDenied(let pid, let operation):
             return """
                 not allowed to trace process \(pid) (\(operation) was refused). Tracing needs the same user as the \
-                target plus a permissive ptrace policy, or CAP_SYS_PTRACE. Fix: run as the target's \
-                user or as root (sudo), or grant the capability (setcap cap_sys_ptrace+ep \
+                target plus a permissive ptrace policy, or CAP_SYS_PTRACE together with CAP_DAC_READ_SEARCH \
+                (the target's /proc/PID/syscall is readable by its owner only). Fix: run as the target's \
+                user or as root (sudo), or grant the capabilities (setcap cap_sys_ptrace,cap_dac_read_search+ep \
                 $(command -v stallagent)); if /proc/sys/kernel/yama/ptrace_scope is 1 or more, \
                 non-root tracing of non-children is refused (set it to 0, or use root).
                 """
@@ -49,6 +54,11 @@ public enum StallAgentError: Error, CustomStringConvertible, Equatable {
             return text
         case .reportDirectory(let path, let reason):
             return "report directory \(path): \(reason)"
+        case .configuration(let path, let line, let message):
+            return "\(path)\(line.map { ":\($0)" } ?? ""): \(message)"
+        case .listen(let address, let code):
+            return "cannot listen for metrics on \(address): \(String(cString: strerror(code)))"
+                + (code == EADDRINUSE ? " (another process has this port; pick another with --metrics-listen)" : "")
         }
     }
 
@@ -61,6 +71,8 @@ public enum StallAgentError: Error, CustomStringConvertible, Equatable {
         case .captureTimedOut, .threadMoved: return 6
         case .invalidArgument: return 64
         case .reportDirectory: return 73
+        case .configuration: return 78
+        case .listen: return 69
         case .system: return 1
         }
     }

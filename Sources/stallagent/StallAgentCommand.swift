@@ -17,15 +17,17 @@ struct StallAgentCommand: ParsableCommand {
 
             Exit codes: 0 success; 3 no such process / it exited; 4 permission denied; \
             5 not traceable (zombie, kernel thread, already traced); 6 capture timed out; \
-            64 bad arguments; 73 report directory unusable; 1 other errors.
+            64 bad arguments; 69 metrics address unusable (e.g. port in use); 73 report \
+            directory unusable; 78 bad configuration file; 1 other errors. Wrapping a command: \
+            its own status, 86 stalls with --on-stall fail, 124 timeout, 125 agent error.
             """,
-        subcommands: [Watch.self, Run.self, Dump.self, Demo.self, Bench.self],
+        subcommands: [Watch.self, Run.self, Dump.self, Demo.self, Bench.self, GenerateManPage.self],
         defaultSubcommand: Watch.self
     )
 }
 
 extension StallAgentCommand {
-    static let subcommandNames: Set<String> = ["watch", "run", "dump", "demo", "bench", "help"]
+    static let subcommandNames: Set<String> = ["watch", "run", "dump", "demo", "bench", "generate-man-page", "help"]
 
     /// `stallagent [options] -- COMMAND` means `stallagent run [options] -- COMMAND`.
     /// In that mode every error of the agent's own, usage errors included, exits 125 like

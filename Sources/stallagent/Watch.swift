@@ -22,8 +22,8 @@ struct WatchOptions: ParsableArguments {
     @Option(name: .customLong("idle-frame"), help: ArgumentHelp("Treat a blocked thread whose stack has a function matching PATTERN (glob or substring) as idle (repeatable).", valueName: "pattern"))
     var idleFrames: [String] = []
 
-    @Option(help: ArgumentHelp("Where reports are written (created if missing).", valueName: "dir"))
-    var reportDir = "stallagent-reports"
+    @Option(help: ArgumentHelp("Where reports are written (created if missing). Default: stallagent-reports, or $STATE_DIRECTORY/reports under systemd.", valueName: "dir"))
+    var reportDir: String?
 
     @Flag(help: "No per-stall lines on stderr; only the exit summary.")
     var quiet = false
@@ -62,7 +62,7 @@ struct WatchOptions: ParsableArguments {
             options.extraIdleSyscalls.insert(number)
         }
         options.idleFramePatterns = idleFrames
-        options.reportDirectory = reportDir
+        options.reportDirectory = reportDir ?? options.reportDirectory
         options.quiet = quiet
         options.maxStackBytes = maxStack
         return options
@@ -71,28 +71,140 @@ struct WatchOptions: ParsableArguments {
 
 struct Watch: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Watch a running process's main thread and report every stall (the default command).",
+        abstract: "Watch processes' main threads and report every stall (the default command).",
         discussion: """
             Probes the main thread every 10 ms from /proc (nothing runs in the target), samples \
             its stack every 50 ms while it is busy, and writes a report (text, JSON, folded \
             stacks) for every stall longer than the threshold: written when the stall is \
-            detected, updated while it lasts, finalised when the thread is idle again. Ends \
-            when the process exits, after --duration, or on Ctrl-C / SIGTERM (open reports are \
-            finalised first). Example: stallagent --pid 1234 --threshold 500ms
+            detected, updated while it lasts, finalised when the thread is idle again.
+
+            Targets: --pid watches one process until it exits. --unit and --pidfile follow a \
+            service across restarts: when its main process exits the agent waits for the next \
+            one and attaches to it; a unit that is not running is waited for. --config FILE \
+            watches every target listed in a YAML file (see /etc/stallagent/stallagent.yaml.example).
+
+            Under systemd (Type=notify) it sends READY=1, STATUS= and WATCHDOG=1 pings from the \
+            monitor loop; when stderr is the journal, stalls are logged as structured journal \
+            entries (STALLAGENT_* fields). Ends after --duration, when every --pid target has \
+            exited, or on Ctrl-C / SIGTERM (open reports are finalised first).
+            Examples: stallagent --pid 1234 --threshold 500ms
+                      stallagent --unit nginx.service --metrics-file /var/lib/prometheus/node-exporter/stallagent.prom
             """)
 
-    @Option(help: "The process to watch.")
-    var pid: Int32
+    @Option(help: "A process to watch until it exits.")
+    var pid: Int32?
+
+    @Option(help: ArgumentHelp("A systemd unit whose main process to watch, across restarts (e.g. nginx.service).", valueName: "name"))
+    var unit: String?
+
+    @Option(help: ArgumentHelp("A file holding the pid to watch; re-read when that process exits.", valueName: "file"))
+    var pidfile: String?
+
+    @Option(help: ArgumentHelp("Watch the targets listed in this YAML file; every setting then comes from the file.", valueName: "file"))
+    var config: String?
+
+    @Option(help: ArgumentHelp("The target's name in metrics, journal fields and state files.", valueName: "name"))
+    var name: String?
 
     @OptionGroup var watch: WatchOptions
 
+    @Option(help: ArgumentHelp("Keep per-stall fingerprint state (rate limits, annealing) here across restarts. Default: $STATE_DIRECTORY under systemd, else not kept.", valueName: "dir"))
+    var stateDir: String?
+
+    @Option(help: ArgumentHelp("Write Prometheus metrics to this file atomically (node_exporter textfile collector).", valueName: "path"))
+    var metricsFile: String?
+
+    @Option(help: ArgumentHelp("Serve Prometheus metrics on HOST:PORT at /metrics.", valueName: "addr:port"))
+    var metricsListen: String?
+
+    @Option(help: ArgumentHelp("How often the metrics file is rewritten.", valueName: "duration"))
+    var metricsInterval = "15s"
+
+    @Option(help: ArgumentHelp("Keep at most this many reports in the report directory (oldest go first).", valueName: "count"))
+    var maxReports: Int?
+
+    @Option(help: ArgumentHelp("Keep the report directory under this size, e.g. 200MB.", valueName: "size"))
+    var maxReportBytes: String?
+
+    @Option(help: ArgumentHelp("Delete reports older than this, e.g. 30d.", valueName: "duration"))
+    var maxReportAge: String?
+
+    @Option(help: ArgumentHelp("A stall already reported within this interval gets no new report (kept across restarts with --state-dir).", valueName: "duration"))
+    var minReportInterval: String?
+
+    @Option(help: ArgumentHelp("How often a --unit or --pidfile target that is not running is looked for.", valueName: "duration"))
+    var retryInterval = "2s"
+
     func run() throws {
         try runReportingErrors {
-            let options = try watch.monitorOptions()
+            let configuration = try agentConfiguration()
             StopRequest.install()
-            let monitor = try StallMonitor(pid: pid, options: options, log: { FileHandleOutput.standardError($0 + "\n") })
-            watchAndSummarize(monitor)
+            let agent = try HostAgent(configuration: configuration, log: { FileHandleOutput.standardError($0 + "\n") })
+            _ = agent.run(duration: configuration.monitor.duration)
         }
+    }
+
+    func agentConfiguration() throws -> AgentConfiguration {
+        let environment = ProcessInfo.processInfo.environment
+        let targetFlags = [pid.map { _ in "--pid" }, unit.map { _ in "--unit" }, pidfile.map { _ in "--pidfile" }].compactMap { $0 }
+        if let config {
+            guard targetFlags.isEmpty else {
+                throw ValidationError("--config lists the targets itself; drop \(targetFlags.joined(separator: ", "))")
+            }
+            var configuration = try AgentConfiguration.load(path: config)
+            if configuration.stateDirectory == nil { configuration.stateDirectory = stateDir ?? environment["STATE_DIRECTORY"] }
+            if watch.reportDir == nil, configuration.monitor.reportDirectory == MonitorOptions().reportDirectory,
+               let state = environment["STATE_DIRECTORY"]
+            {
+                configuration.monitor.reportDirectory = state + "/reports"
+            }
+            configuration.monitor.duration = try watch.monitorOptions().duration
+            return configuration
+        }
+        guard targetFlags.count == 1 else {
+            throw ValidationError(targetFlags.isEmpty
+                ? "nothing to watch: give --pid PID, --unit NAME, --pidfile FILE or --config FILE"
+                : "give one of \(targetFlags.joined(separator: ", ")) (several targets need --config)")
+        }
+        var configuration = AgentConfiguration()
+        configuration.monitor = try watch.monitorOptions()
+        if watch.reportDir == nil, let state = environment["STATE_DIRECTORY"] {
+            configuration.monitor.reportDirectory = state + "/reports"
+        }
+        func duration(_ text: String, _ option: String, minimum: Double = 0) throws -> Double {
+            guard let value = DurationParser.parse(text), value >= minimum else {
+                throw ValidationError("--\(option): '\(text)' is not a duration (examples: 1.5s, 250ms, 2m, 30d)")
+            }
+            return value
+        }
+        if let minReportInterval { configuration.monitor.minimumReportInterval = try duration(minReportInterval, "min-report-interval") }
+        let selector: TargetSpec.Selector
+        if let pid {
+            selector = .pid(pid)
+        } else if let unit {
+            guard TargetSpec.isValidUnitName(unit) else { throw ValidationError("--unit: '\(unit)' is not a unit name (e.g. nginx.service)") }
+            selector = .unit(TargetSpec.normalizedUnitName(unit))
+        } else {
+            selector = .pidfile(pidfile!)
+        }
+        configuration.targets = [TargetSpec(selector: selector, name: name)]
+        configuration.stateDirectory = stateDir ?? environment["STATE_DIRECTORY"]
+        configuration.metricsFile = metricsFile
+        configuration.metricsListen = metricsListen
+        configuration.metricsInterval = try duration(metricsInterval, "metrics-interval", minimum: 0.1)
+        if let maxReports {
+            guard maxReports > 0 else { throw ValidationError("--max-reports must be at least 1") }
+            configuration.retention.maxReports = maxReports
+        }
+        if let maxReportBytes {
+            guard let bytes = ByteSizeParser.parse(maxReportBytes), bytes > 0 else {
+                throw ValidationError("--max-report-bytes: '\(maxReportBytes)' is not a size (examples: 500MB, 2GiB)")
+            }
+            configuration.retention.maxBytes = bytes
+        }
+        configuration.retryInterval = try duration(retryInterval, "retry-interval", minimum: 0.05)
+        if let maxReportAge { configuration.retention.maxAge = try duration(maxReportAge, "max-report-age", minimum: 1) }
+        return configuration
     }
 }
 

@@ -54,6 +54,21 @@ int sa_set_child_subreaper(void);
 /// *status is the exit code, or 128 + signal for a signal death (the shell convention).
 pid_t sa_reap_one(int *status, int *signaled);
 
+/// Sends one datagram, never blocking (EAGAIN when the reader is behind), on an unconnected
+/// AF_UNIX socket `fd` to `path` (a leading "@" names
+/// an abstract socket). With `pass_fd` >= 0 the payload may be empty and `pass_fd` travels
+/// as SCM_RIGHTS (the journal's way to take an entry too big for one datagram).
+/// Returns 0 or an errno.
+int sa_send_unix_datagram(int fd, const char *path, const void *payload, size_t length, int pass_fd);
+
+/// A bound AF_UNIX datagram socket at `path` ('@' prefix: abstract), close-on-exec; the
+/// receiving end of sd_notify and journal messages in tests. Returns the fd or -1 with errno.
+int sa_bind_unix_datagram(const char *path);
+
+/// memfd_create + write + F_SEAL_*: an immutable in-memory file holding `bytes`.
+/// Returns the fd or -1 with errno.
+int sa_sealed_memfd(const char *name, const void *bytes, size_t length);
+
 /// Constants Swift cannot import from macros.
 enum {
   SA_PTRACE_EVENT_STOP = 128,

@@ -18,6 +18,9 @@ public struct MonitorOptions: Sendable {
     public var killGrace = 2.0
     public var maxStackBytes = 512 * 1024
     public var writeFolded = true
+    /// A stall fingerprint already reported less than this long ago (wall clock, survives
+    /// restarts with the fingerprint state) gets no new report; 0 turns the limit off.
+    public var minimumReportInterval = 0.0
 
     public init() {}
 }

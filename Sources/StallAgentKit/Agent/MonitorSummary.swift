@@ -36,7 +36,7 @@ public struct MonitorSummary: Sendable {
         var lines: [String] = []
         let ending = targetExited ? "until it exited" : (stoppedBySignal != nil ? "until interrupted" : "")
         lines.append(
-            "stallagent: watched \(name) [\(pid)] for \(Format.seconds(watchedSeconds)) \(ending): "
+            "stallagent: watched \(name) [\(pid)] for \(Format.seconds(watchedSeconds))\(ending.isEmpty ? "" : " " + ending): "
                 + (stalls.isEmpty ? "no stalls" : "\(stalls.count) stall\(stalls.count == 1 ? "" : "s")"))
         if !stalls.isEmpty {
             var byReason: [String: Int] = [:]

@@ -13,7 +13,17 @@ public final class StallMonitor {
     public let inspector: ProcessInspector
     public let writer: ReportWriter
     private var detector: StallDetector
-    private var fingerprints = StallFingerprintBook()
+    /// Per-fingerprint occurrence counts; the host agent persists them across restarts.
+    public private(set) var fingerprints: StallFingerprintBook
+    /// When set, stall lines go here (as structured events) instead of to `log`: the host
+    /// agent sends them to the journal and counts them in the metrics.
+    public var stallEvents: ((StallMonitorEvent) -> Void)?
+    /// Seconds the main thread spent in each state, from the probes.
+    public private(set) var stateSeconds: [ThreadActivity: Double] = [:]
+    /// Total time the target was stopped by captures, and captures made without a stop.
+    public private(set) var pauseSecondsTotal = 0.0
+    public private(set) var capturesWithoutStop = 0
+    private var lastObservation: (time: Double, activity: ThreadActivity)?
     private let probe: ThreadProbeFiles
     private let classifier: ThreadStateClassifier
     private let log: (String) -> Void
@@ -49,9 +59,13 @@ public final class StallMonitor {
 
     public private(set) var summary: MonitorSummary
 
-    public init(pid: Int32, options: MonitorOptions, log: @escaping (String) -> Void) throws {
+    public init(
+        pid: Int32, options: MonitorOptions, fingerprints: StallFingerprintBook = StallFingerprintBook(),
+        log: @escaping (String) -> Void
+    ) throws {
         self.options = options
         self.log = log
+        self.fingerprints = fingerprints
         var captureOptions = ThreadCapturer.Options()
         captureOptions.maxStackBytes = options.maxStackBytes
         inspector = try ProcessInspector(pid: pid, capturer: ThreadCapturer(options: captureOptions))
@@ -136,6 +150,12 @@ public final class StallMonitor {
         return deadline
     }
 
+    /// The file stem of the report of the stall in progress, which retention must not delete.
+    public var openReportStem: String? {
+        guard let id = detector.currentStallID, let paths = reportPaths[id] else { return nil }
+        return ((paths.text as NSString).lastPathComponent as NSString).deletingPathExtension
+    }
+
     /// For drivers that step several monitors (the command wrapper).
     public func begin(at now: Double) {
         startTime = now
@@ -152,6 +172,10 @@ public final class StallMonitor {
         }
         handle(detector.observe(observation))
         lastFedTime = observation.time
+        if let last = lastObservation, observation.time > last.time {
+            stateSeconds[last.activity, default: 0] += observation.time - last.time
+        }
+        lastObservation = (observation.time, observation.activity)
         if observation.activity == .gone {
             handle(detector.finish(at: now, targetGone: true))
             summary.targetExited = true
@@ -317,8 +341,10 @@ public final class StallMonitor {
                 episodeWithStop += 1
                 summary.capturesWithStop += 1
                 episodePauses.append(Double(snapshot.pauseNanos) / 1000)
+                pauseSecondsTotal += Double(snapshot.pauseNanos) / 1e9
             } else {
                 episodeWithoutStop += 1
+                capturesWithoutStop += 1
             }
             let frames = inspector.symbolizer.symbolize(stack)
             var sampled: [SampledFrame] = []
@@ -357,11 +383,18 @@ public final class StallMonitor {
         for event in events {
             switch event {
             case .stallStarted(let snapshot):
-                let decision = fingerprints.record(snapshot.fingerprint)
+                let decision = fingerprints.record(
+                    snapshot.fingerprint, wallTime: Date().timeIntervalSince1970,
+                    minimumInterval: options.minimumReportInterval)
                 decisions[snapshot.id] = decision
                 refreshLockOwner(for: snapshot)
                 let report = write(snapshot)
-                if !options.quiet {
+                if let stallEvents {
+                    stallEvents(.detected(
+                        report: report, reportPath: decision.shouldWriteReport ? reportPaths[snapshot.id]?.text : nil,
+                        message: "stall #\(snapshot.id) in \(inspector.name)[\(inspector.pid)] detected: main thread \(describe(snapshot, report)) for \(Format.seconds(snapshot.duration)) so far"
+                            + (decision.shouldWriteReport ? "" : " (seen before: \(decision.occurrence)×)")))
+                } else if !options.quiet {
                     log("stallagent: stall #\(snapshot.id) in \(inspector.name)[\(inspector.pid)] detected: main thread \(describe(snapshot, report)) for \(Format.seconds(snapshot.duration)) so far"
                         + (decision.shouldWriteReport ? "" : " (seen before: \(decision.occurrence)×)"))
                 }
@@ -439,7 +472,7 @@ public final class StallMonitor {
 
     private func record(_ snapshot: StallSnapshot, _ report: StallReport) {
         let path = (decisions[snapshot.id]?.shouldWriteReport ?? true) ? reportPaths[snapshot.id]?.text : nil
-        if !options.quiet { log(StallSummaryLine.render(report, reportPath: path)) }
+        if stallEvents == nil, !options.quiet { log(StallSummaryLine.render(report, reportPath: path)) }
         summary.stalls.append(
             MonitorSummary.Stall(
                 id: snapshot.id, reason: snapshot.deadlock ? .deadlock : snapshot.reason, phase: snapshot.phase,
@@ -450,6 +483,8 @@ public final class StallMonitor {
                 firstWrittenMonotonic: firstWritten[snapshot.id],
                 reportPath: path, occurrence: decisions[snapshot.id]?.occurrence ?? 1,
                 terminated: terminations[snapshot.id] != nil))
+        stallEvents?(.ended(stall: summary.stalls[summary.stalls.count - 1], report: report,
+                            message: StallSummaryLine.render(report, reportPath: path)))
         lockOwners[snapshot.id] = nil
     }
 

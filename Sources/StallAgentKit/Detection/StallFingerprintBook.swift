@@ -15,11 +15,15 @@ public struct StallFingerprintBook: Codable, Hashable, Sendable {
         public var lastSeen: UInt64
         /// Occurrences for which a report was to be written.
         public var reportsWritten: Int
+        /// Unix time of the last occurrence that got a report, when the caller gave one (the
+        /// per-fingerprint rate limit; wall time because it must survive agent restarts).
+        public var lastReportWallTime: Double?
 
-        public init(occurrences: Int, lastSeen: UInt64, reportsWritten: Int) {
+        public init(occurrences: Int, lastSeen: UInt64, reportsWritten: Int, lastReportWallTime: Double? = nil) {
             self.occurrences = occurrences
             self.lastSeen = lastSeen
             self.reportsWritten = reportsWritten
+            self.lastReportWallTime = lastReportWallTime
         }
     }
 
@@ -47,13 +51,25 @@ public struct StallFingerprintBook: Codable, Hashable, Sendable {
     }
 
     /// Records one occurrence of `fingerprint` and says whether to write a report for it.
-    public mutating func record(_ fingerprint: String) -> Decision {
+    /// With `wallTime` and a positive `minimumInterval`, an occurrence within that interval of
+    /// the fingerprint's last report gets none, whatever the annealing schedule says.
+    public mutating func record(
+        _ fingerprint: String, wallTime: Double? = nil, minimumInterval: Double = 0
+    ) -> Decision {
         counter += 1
         var entry = entries[fingerprint] ?? Entry(occurrences: 0, lastSeen: 0, reportsWritten: 0)
         entry.occurrences += 1
         entry.lastSeen = counter
-        let write = Self.isReportOccurrence(entry.occurrences)
-        if write { entry.reportsWritten += 1 }
+        var write = Self.isReportOccurrence(entry.occurrences)
+        if write, minimumInterval > 0, let wallTime, let last = entry.lastReportWallTime,
+           wallTime - last < minimumInterval, wallTime >= last
+        {
+            write = false
+        }
+        if write {
+            entry.reportsWritten += 1
+            if let wallTime { entry.lastReportWallTime = wallTime }
+        }
         entries[fingerprint] = entry
         evictIfNeeded(keeping: fingerprint)
         return Decision(fingerprint: fingerprint, occurrence: entry.occurrences, shouldWriteReport: write)
@@ -89,6 +105,7 @@ public struct StallFingerprintBook: Codable, Hashable, Sendable {
             var entry = entries[fingerprint] ?? Entry(occurrences: 0, lastSeen: 0, reportsWritten: 0)
             entry.occurrences += theirs.occurrences
             entry.reportsWritten += theirs.reportsWritten
+            if let time = theirs.lastReportWallTime { entry.lastReportWallTime = max(entry.lastReportWallTime ?? time, time) }
             entry.lastSeen = counter
             entries[fingerprint] = entry
         }

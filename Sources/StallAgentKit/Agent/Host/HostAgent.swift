@@ -1,0 +1,337 @@
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The long-running agent: watches every configured target, attaches to a target's new main
+/// process when it restarts, and reports into the places operators look — the journal (when
+/// stderr is the journal), Prometheus metrics, systemd's notify socket — while keeping the
+/// report directory within its retention limits. One thread steps every monitor, as the
+/// command wrapper does, because ptrace belongs to the thread that attached.
+public final class HostAgent {
+    final class Slot {
+        let spec: TargetSpec
+        let options: MonitorOptions
+        var monitor: StallMonitor?
+        var lastPid: Int32?
+        var nextAttempt = 0.0
+        var lastWaitMessage: String?
+        var book: StallFingerprintBook
+        var summaries: [MonitorSummary] = []
+        /// A pid target whose process is gone: nothing more to do.
+        var done = false
+        var stalls = 0
+
+        init(spec: TargetSpec, options: MonitorOptions, book: StallFingerprintBook) {
+            self.spec = spec
+            self.options = options
+            self.book = book
+        }
+    }
+
+    public let configuration: AgentConfiguration
+    private let slots: [Slot]
+    private let log: (String) -> Void
+    private let resolver: TargetResolver
+    private let journal: JournalWriter?
+    private let notifier: ServiceNotifier
+    public let metrics: AgentMetrics?
+    private let listener: MetricsListener?
+    private let writer: ReportWriter
+    private var nextMetricsWrite = 0.0
+    private var nextRetention = 0.0
+    private var nextMetricsUpdate = 0.0
+    private var warnedMetricsFile = false
+
+    /// Validates everything a bad setting could break (report and state directories, the
+    /// metrics address) and attaches to `pid` targets at once, so `--pid` of a process that
+    /// does not exist fails now with its exit code rather than waiting.
+    public init(
+        configuration: AgentConfiguration, environment: [String: String] = ProcessInfo.processInfo.environment,
+        log: @escaping (String) -> Void
+    ) throws {
+        self.configuration = configuration
+        self.log = log
+        guard !configuration.targets.isEmpty else { throw StallAgentError.invalidArgument("nothing to watch: give --pid, --unit, --pidfile or --config") }
+        writer = try ReportWriter(directory: configuration.monitor.reportDirectory)
+        if let state = configuration.stateDirectory {
+            _ = try ReportWriter(directory: state + "/fingerprints")
+        }
+        resolver = TargetResolver(environment: environment)
+        notifier = ServiceNotifier(environment: environment)
+        var journal: JournalWriter?
+        if JournalWriter.stderrIsJournal(environment: environment) {
+            let path = environment["STALLAGENT_JOURNAL_SOCKET"] ?? JournalWriter.defaultSocketPath
+            do {
+                journal = try JournalWriter(socketPath: path)
+            } catch {
+                log("stallagent: warning: stderr is the journal but its socket \(path) is missing; stall entries go to stderr as plain text")
+            }
+        }
+        self.journal = journal
+        let wantsMetrics = configuration.metricsFile != nil || configuration.metricsListen != nil
+        let metrics = wantsMetrics ? AgentMetrics() : nil
+        self.metrics = metrics
+        if let address = configuration.metricsListen, let metrics {
+            listener = try MetricsListener(address: address, render: { metrics.render() })
+        } else {
+            listener = nil
+        }
+        if let path = configuration.metricsFile {
+            // Fail now on a directory that is not there; a full disk later only warns.
+            let directory = (path as NSString).deletingLastPathComponent
+            var info = stat()
+            guard stat(directory.isEmpty ? "." : directory, &info) == 0, info.st_mode & S_IFMT == S_IFDIR else {
+                throw StallAgentError.invalidArgument("--metrics-file: directory \(directory) does not exist")
+            }
+        }
+        var slots: [Slot] = []
+        for var spec in configuration.targets {
+            // A pid changes with every start; the process name is what should key its metrics
+            // series and fingerprint state.
+            if case .pid(let pid) = spec.selector, spec.name == nil,
+               let comm = try? ProcFS.readText("/proc/\(pid)/comm", pid: pid)
+            {
+                spec.name = comm.trimmingCharacters(in: .whitespacesAndNewlines)
+            }
+            let options = spec.monitorOptions(base: configuration.monitor)
+            slots.append(Slot(spec: spec, options: options, book: HostAgent.loadBook(spec, stateDirectory: configuration.stateDirectory, log: log)))
+        }
+        self.slots = slots
+        let now = MonotonicTime.seconds()
+        for slot in slots {
+            if case .pid(let pid) = slot.spec.selector {
+                try attach(slot, pid: pid, at: now)
+            } else {
+                metrics?.setTargetUp(slot.spec.label, false)
+            }
+        }
+    }
+
+    /// The port the metrics listener bound (useful with port 0).
+    public var metricsPort: UInt16? { listener?.port }
+
+    /// Runs until a stop is requested, `duration` passes, or every `pid` target has exited
+    /// (pidfile and unit targets are waited for forever). Returns every watch's summary.
+    public func run(duration: Double? = nil) -> [MonitorSummary] {
+        listener?.start()
+        let start = MonotonicTime.seconds()
+        notifier.ready(status: statusLine())
+        var nextProbe = start
+        var random = JitterGenerator(seed: UInt64(truncatingIfNeeded: start.bitPattern) ^ UInt64(getpid()))
+        let probeInterval = slots.map(\.options.probeInterval).min() ?? 0.01
+        var stoppedBy: Int32?
+        while true {
+            let now = MonotonicTime.seconds()
+            if StopRequest.isRequested {
+                stoppedBy = StopRequest.signal
+                break
+            }
+            if let duration, now - start >= duration { break }
+            for slot in slots {
+                if let monitor = slot.monitor {
+                    if !monitor.step(at: now) { detach(slot, at: now) }
+                } else if !slot.done, now >= slot.nextAttempt {
+                    tryAttach(slot, at: now)
+                }
+            }
+            if slots.allSatisfy(\.done) { break }
+            housekeeping(at: now)
+            // The loop got round every target: that is the progress the watchdog vouches for.
+            notifier.progress(at: now)
+            nextProbe += probeInterval * Double.random(in: 0.8...1.2, using: &random)
+            nextProbe = StallMonitor.sleep(until: nextProbe, interval: probeInterval)
+        }
+        notifier.stopping()
+        let now = MonotonicTime.seconds()
+        for slot in slots {
+            guard let monitor = slot.monitor else { continue }
+            monitor.stop(at: now)
+            detach(slot, at: now, stoppedBy: stoppedBy)
+        }
+        housekeeping(at: .infinity)
+        listener?.stop()
+        return slots.flatMap(\.summaries)
+    }
+
+    // MARK: Targets
+
+    private func tryAttach(_ slot: Slot, at now: Double) {
+        switch resolver.resolve(slot.spec) {
+        case .running(let pid):
+            do {
+                try attach(slot, pid: pid, at: now)
+            } catch {
+                waitMessage(slot, "cannot watch process \(pid): \(error)", at: now)
+            }
+        case .notRunning(let why):
+            waitMessage(slot, why, at: now)
+        }
+    }
+
+    /// Logs why a target is not watched — once per distinct reason, not once per retry — and
+    /// backs off to the retry interval.
+    private func waitMessage(_ slot: Slot, _ why: String, at now: Double) {
+        if slot.lastWaitMessage != why {
+            slot.lastWaitMessage = why
+            log("stallagent: \(slot.spec.label): \(why); waiting for it (checking every \(Format.seconds(configuration.retryInterval)))")
+            notifier.status(statusLine())
+        }
+        slot.nextAttempt = now + configuration.retryInterval
+    }
+
+    private func attach(_ slot: Slot, pid: Int32, at now: Double) throws {
+        let monitor = try StallMonitor(pid: pid, options: slot.options, fingerprints: slot.book, log: log)
+        monitor.stallEvents = { [unowned self, unowned slot, unowned monitor] event in
+            self.handle(event, slot: slot, monitor: monitor)
+        }
+        monitor.begin(at: now)
+        slot.monitor = monitor
+        slot.lastPid = pid
+        slot.lastWaitMessage = nil
+        let origin: String
+        switch slot.spec.selector {
+        case .pid: origin = ""
+        case .pidfile(let path): origin = " (pidfile \(path))"
+        case .unit(let unit): origin = " (unit \(unit))"
+        }
+        log("stallagent: watching \(monitor.inspector.name) [\(pid)]'s main thread\(origin); reports → \(monitor.summary.reportDirectory)")
+        metrics?.setTargetUp(slot.spec.label, true)
+        metrics?.recordAttach(target: slot.spec.label)
+        notifier.status(statusLine())
+    }
+
+    private func detach(_ slot: Slot, at now: Double, stoppedBy: Int32? = nil) {
+        guard let monitor = slot.monitor else { return }
+        var summary = monitor.end()
+        summary.stoppedBySignal = stoppedBy
+        slot.summaries.append(summary)
+        slot.book = monitor.fingerprints
+        saveBook(slot)
+        updateMetrics(slot, monitor)
+        metrics?.forget(target: slot.spec.label, monitorKey: String(monitor.inspector.pid))
+        metrics?.setTargetUp(slot.spec.label, false)
+        slot.monitor = nil
+        log(summary.render())
+        if summary.targetExited {
+            if slot.spec.followsRestarts {
+                log("stallagent: \(slot.spec.label): \(summary.name) [\(summary.pid)] exited; waiting for its next main process")
+                slot.nextAttempt = now + min(0.2, configuration.retryInterval)
+            } else {
+                slot.done = true
+            }
+        }
+        notifier.status(statusLine())
+    }
+
+    // MARK: Stall events
+
+    private func handle(_ event: StallMonitorEvent, slot: Slot, monitor: StallMonitor) {
+        switch event {
+        case .detected(_, let path, let message):
+            slot.book = monitor.fingerprints
+            saveBook(slot)
+            emit(event, slot: slot, monitor: monitor, text: "stallagent: " + message + (path.map { " → \($0)" } ?? ""))
+        case .ended(let stall, _, let message):
+            slot.stalls += 1
+            metrics?.recordStall(target: slot.spec.label, reason: stall.reason, duration: stall.duration)
+            emit(event, slot: slot, monitor: monitor, text: message)
+            notifier.status(statusLine())
+            nextRetention = 0
+            nextMetricsWrite = 0
+        }
+    }
+
+    private func emit(_ event: StallMonitorEvent, slot: Slot, monitor: StallMonitor, text: String) {
+        if let journal {
+            do {
+                try journal.send(StallJournalEntry.fields(for: event, target: slot.spec, processName: monitor.inspector.name))
+                return
+            } catch {
+                log("stallagent: warning: journal entry not sent (\(error)); logging it as text")
+            }
+        }
+        if !slot.options.quiet { log(text) }
+    }
+
+    // MARK: Housekeeping
+
+    private func housekeeping(at now: Double) {
+        if let metrics, now >= nextMetricsUpdate {
+            for slot in slots { if let monitor = slot.monitor { updateMetrics(slot, monitor) } }
+            metrics.touch()
+            nextMetricsUpdate = now == .infinity ? .infinity : now + 1
+        }
+        if let path = configuration.metricsFile, let metrics, now >= nextMetricsWrite {
+            do {
+                try AtomicFile.write(Array(metrics.render().utf8), to: path)
+                warnedMetricsFile = false
+            } catch {
+                if !warnedMetricsFile { log("stallagent: warning: metrics file not written: \(error)") }
+                warnedMetricsFile = true
+            }
+            nextMetricsWrite = now + configuration.metricsInterval
+        }
+        if !configuration.retention.isUnlimited, now >= nextRetention {
+            let open = Set(slots.compactMap { $0.monitor?.openReportStem })
+            let outcome = configuration.retention.apply(to: writer.directory, protected: open)
+            if outcome.removedReports > 0 {
+                log("stallagent: retention: removed \(outcome.removedReports) old report(s), \(outcome.removedBytes) bytes; \(outcome.keptReports) kept")
+            }
+            nextRetention = now + 60
+        }
+    }
+
+    private func updateMetrics(_ slot: Slot, _ monitor: StallMonitor) {
+        metrics?.update(
+            target: slot.spec.label, monitorKey: String(monitor.inspector.pid), stateSeconds: monitor.stateSeconds,
+            pauseSeconds: monitor.pauseSecondsTotal, capturesWithStop: monitor.summary.capturesWithStop,
+            capturesWithoutStop: monitor.capturesWithoutStop)
+    }
+
+    /// STATUS= for `systemctl status`: what is watched and how many stalls so far.
+    func statusLine() -> String {
+        let parts = slots.map { slot -> String in
+            if let monitor = slot.monitor { return "\(slot.spec.label) [\(monitor.inspector.pid)]" }
+            return "\(slot.spec.label) (waiting)"
+        }
+        let stalls = slots.reduce(0) { $0 + $1.stalls }
+        return "watching " + parts.joined(separator: ", ") + "; \(stalls) stall\(stalls == 1 ? "" : "s")"
+    }
+
+    // MARK: Fingerprint state
+
+    static func bookPath(_ spec: TargetSpec, stateDirectory: String) -> String {
+        stateDirectory + "/fingerprints/" + ReportWriter.sanitize(spec.label, fallback: "target") + ".json"
+    }
+
+    static func loadBook(_ spec: TargetSpec, stateDirectory: String?, log: (String) -> Void) -> StallFingerprintBook {
+        guard let stateDirectory else { return StallFingerprintBook() }
+        let path = bookPath(spec, stateDirectory: stateDirectory)
+        guard let data = FileManager.default.contents(atPath: path) else { return StallFingerprintBook() }
+        do {
+            let book = try JSONDecoder().decode(StallFingerprintBook.self, from: data)
+            guard book.formatVersion == StallFingerprintBook.currentFormatVersion else {
+                log("stallagent: warning: \(path) has format \(book.formatVersion); starting a fresh fingerprint state")
+                return StallFingerprintBook()
+            }
+            return book
+        } catch {
+            log("stallagent: warning: \(path) is unreadable (\(error)); starting a fresh fingerprint state")
+            return StallFingerprintBook()
+        }
+    }
+
+    private func saveBook(_ slot: Slot) {
+        guard let state = configuration.stateDirectory else { return }
+        let path = HostAgent.bookPath(slot.spec, stateDirectory: state)
+        do {
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.sortedKeys]
+            try AtomicFile.write(Array(try encoder.encode(slot.book)), to: path)
+        } catch {
+            log("stallagent: warning: fingerprint state not saved to \(path): \(error)")
+        }
+    }
+}

@@ -1,0 +1,91 @@
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Finds the process a target currently names: the pid itself, the pid in a pidfile, or a
+/// systemd unit's MainPID (`systemctl show`). Never throws: "not running" is a state the
+/// host agent waits out, with the reason to log once.
+public struct TargetResolver: Sendable {
+    public enum Resolution: Equatable, Sendable {
+        case running(Int32)
+        case notRunning(String)
+    }
+
+    /// The systemctl to ask (`STALLAGENT_SYSTEMCTL` overrides it, for hosts where it lives
+    /// elsewhere).
+    public var systemctl: String
+
+    public init(environment: [String: String] = ProcessInfo.processInfo.environment) {
+        systemctl = environment["STALLAGENT_SYSTEMCTL"] ?? "systemctl"
+    }
+
+    public func resolve(_ spec: TargetSpec) -> Resolution {
+        switch spec.selector {
+        case .pid(let pid):
+            return TargetResolver.isLiveProcess(pid) ? .running(pid) : .notRunning("process \(pid) is not running")
+        case .pidfile(let path):
+            return TargetResolver.resolvePidfile(path)
+        case .unit(let unit):
+            return resolveUnit(unit)
+        }
+    }
+
+    static func resolvePidfile(_ path: String) -> Resolution {
+        guard let data = FileManager.default.contents(atPath: path) else {
+            return .notRunning("pidfile \(path) does not exist or cannot be read")
+        }
+        let text = String(decoding: data.prefix(64), as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        guard let pid = Int32(text), pid > 0 else {
+            return .notRunning("pidfile \(path) holds '\(text.prefix(20))', not a process id")
+        }
+        guard isLiveProcess(pid) else { return .notRunning("pidfile \(path) names process \(pid), which is not running") }
+        return .running(pid)
+    }
+
+    func resolveUnit(_ unit: String) -> Resolution {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = [systemctl, "show", "--property=MainPID,ActiveState,LoadState", "--", unit]
+        let output = Pipe()
+        let errors = Pipe()
+        process.standardOutput = output
+        process.standardError = errors
+        process.standardInput = FileHandle.nullDevice
+        do { try process.run() } catch {
+            return .notRunning("cannot run \(systemctl): \(error.localizedDescription)")
+        }
+        let outText = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        let errText = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else {
+            let first = errText.split(separator: "\n").first.map(String.init) ?? "exit status \(process.terminationStatus)"
+            return .notRunning("\(systemctl) show \(unit) failed: \(first)")
+        }
+        return TargetResolver.parseUnitProperties(outText, unit: unit)
+    }
+
+    /// Reads `systemctl show` output (KEY=VALUE lines).
+    static func parseUnitProperties(_ text: String, unit: String) -> Resolution {
+        var properties: [String: String] = [:]
+        for line in text.split(separator: "\n") {
+            guard let equals = line.firstIndex(of: "=") else { continue }
+            properties[String(line[..<equals])] = String(line[line.index(after: equals)...])
+        }
+        if properties["LoadState"] == "not-found" { return .notRunning("unit \(unit) not found") }
+        guard let pid = properties["MainPID"].flatMap({ Int32($0) }), pid > 0 else {
+            return .notRunning("unit \(unit) is \(properties["ActiveState"] ?? "not running") (no main process)")
+        }
+        guard isLiveProcess(pid) else { return .notRunning("unit \(unit)'s main process \(pid) is gone") }
+        return .running(pid)
+    }
+
+    /// Exists and is not a zombie.
+    static func isLiveProcess(_ pid: Int32) -> Bool {
+        guard pid > 0, let text = try? ProcFS.readText("/proc/\(pid)/stat", pid: pid),
+              let stat = ProcThreadStat.parse(text)
+        else { return false }
+        return stat.state != "Z" && stat.state != "X"
+    }
+}

@@ -1,0 +1,159 @@
+import Foundation
+import Prometheus
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The agent's Prometheus metrics (text exposition format), kept in a swift-prometheus
+/// registry so the file writer and the HTTP listener render the same numbers.
+///
+/// Targets are labelled by their configured name (unit name, pidfile, process name), never
+/// by pid: a service restarting every hour must not create a new series each time.
+public final class AgentMetrics: @unchecked Sendable {
+    public static let stallDurationBuckets: [Double] = [0.25, 0.5, 1, 2, 5, 10, 30, 60, 300]
+    public static let version = "0.5.0"
+
+    public let registry = PrometheusCollectorRegistry()
+    private let lastUpdate: Gauge
+    private let agentCPU: Counter
+    private let agentResident: Gauge
+    private var lastCPUSeconds = 0.0
+    private var stateTotals: [String: [ThreadActivity: Double]] = [:]
+    private var pauseTotals: [String: (seconds: Double, stops: Int, nonStop: Int)] = [:]
+    private let lock = NSLock()
+
+    public init() {
+        registry.makeGauge(
+            name: "stallagent_build_info", labels: [("version", AgentMetrics.version)],
+            help: "Always 1; the labels say which stallagent is running."
+        ).set(to: 1)
+        lastUpdate = registry.makeGauge(
+            name: "stallagent_last_update_timestamp_seconds",
+            help: "Unix time of the last metrics update; stale means the agent is stuck or gone.")
+        agentCPU = registry.makeCounter(
+            name: "stallagent_agent_cpu_seconds_total", help: "CPU time used by the agent itself.")
+        agentResident = registry.makeGauge(
+            name: "stallagent_agent_resident_bytes", help: "The agent's resident memory.")
+    }
+
+    /// Counts a finished stall.
+    public func recordStall(target: String, reason: StallReason, duration: Double) {
+        lock.withLock {
+            registry.makeCounter(
+                name: "stallagent_stalls_total",
+                labels: [("target", target), ("reason", reason.name), ("code", reason.hexCode)],
+                help: "Main-thread stalls longer than the threshold, by target and reason code."
+            ).increment()
+            registry.makeValueHistogram(
+                name: "stallagent_stall_duration_seconds", labels: [("target", target)],
+                buckets: AgentMetrics.stallDurationBuckets, help: "Duration of finished stalls."
+            ).record(duration)
+        }
+    }
+
+    /// Whether the target currently has a process being watched.
+    public func setTargetUp(_ target: String, _ up: Bool) {
+        lock.withLock {
+            registry.makeGauge(
+                name: "stallagent_target_up", labels: [("target", target)],
+                help: "1 while the target's process is being watched, 0 while the agent waits for it."
+            ).set(to: up ? 1 : 0)
+        }
+    }
+
+    public func recordAttach(target: String) {
+        lock.withLock {
+            registry.makeCounter(
+                name: "stallagent_target_attaches_total", labels: [("target", target)],
+                help: "Times the agent started watching a process of this target (restarts add one)."
+            ).increment()
+        }
+    }
+
+    /// Adds what a monitor observed since the last call: seconds per main-thread state and
+    /// capture pauses. Takes cumulative values and adds the difference, so monitors replaced
+    /// on restart keep counters monotonic.
+    public func update(
+        target: String, monitorKey: String, stateSeconds: [ThreadActivity: Double], pauseSeconds: Double,
+        capturesWithStop: Int, capturesWithoutStop: Int
+    ) {
+        lock.withLock {
+            let key = target + "\u{0}" + monitorKey
+            let previous = stateTotals[key] ?? [:]
+            for (activity, seconds) in stateSeconds where activity != .gone {
+                let delta = seconds - (previous[activity] ?? 0)
+                guard delta > 0 else { continue }
+                registry.makeCounter(
+                    name: "stallagent_main_thread_state_seconds_total",
+                    labels: [("target", target), ("state", AgentMetrics.stateName(activity))],
+                    help: "Seconds the target's main thread spent in each state, as probed from /proc."
+                ).increment(by: delta)
+            }
+            stateTotals[key] = stateSeconds
+            let before = pauseTotals[key] ?? (0, 0, 0)
+            if pauseSeconds > before.seconds {
+                registry.makeCounter(
+                    name: "stallagent_capture_pause_seconds_total", labels: [("target", target)],
+                    help: "Total time the target's thread was stopped by the agent's captures."
+                ).increment(by: pauseSeconds - before.seconds)
+            }
+            for (method, now, then) in [("ptrace_stop", capturesWithStop, before.stops),
+                                        ("no_stop", capturesWithoutStop, before.nonStop)] where now > then {
+                registry.makeCounter(
+                    name: "stallagent_captures_total", labels: [("target", target), ("method", method)],
+                    help: "Stack captures, by whether the thread had to be stopped."
+                ).increment(by: Int64(now - then))
+            }
+            pauseTotals[key] = (pauseSeconds, capturesWithStop, capturesWithoutStop)
+        }
+    }
+
+    /// Forgets a finished monitor's running totals (its counts stay in the counters).
+    public func forget(target: String, monitorKey: String) {
+        lock.withLock {
+            stateTotals[target + "\u{0}" + monitorKey] = nil
+            pauseTotals[target + "\u{0}" + monitorKey] = nil
+        }
+    }
+
+    /// Refreshes the agent's own CPU, memory and the timestamp.
+    public func touch() {
+        var usage = rusage()
+        getrusage(RUSAGE_SELF.rawValue, &usage)
+        let cpu = Double(usage.ru_utime.tv_sec) + Double(usage.ru_utime.tv_usec) / 1e6
+            + Double(usage.ru_stime.tv_sec) + Double(usage.ru_stime.tv_usec) / 1e6
+        lock.withLock {
+            if cpu > lastCPUSeconds { agentCPU.increment(by: cpu - lastCPUSeconds) }
+            lastCPUSeconds = cpu
+            agentResident.set(to: Double(AgentMetrics.residentBytes()))
+            lastUpdate.set(to: Date().timeIntervalSince1970)
+        }
+    }
+
+    public func render() -> String {
+        // The exposition format wants every line, the last included, to end in a newline.
+        let text = lock.withLock { registry.emitToString() }
+        return text.isEmpty || text.hasSuffix("\n") ? text : text + "\n"
+    }
+
+    static func stateName(_ activity: ThreadActivity) -> String {
+        switch activity {
+        case .idle: return "idle"
+        case .running: return "running"
+        case .lockWait: return "lock_wait"
+        case .ioWait: return "io_wait"
+        case .blockedCall: return "blocked"
+        case .stopped: return "stopped"
+        case .gone: return "gone"
+        }
+    }
+
+    /// Current RSS from /proc/self/statm (getrusage gives only the peak).
+    static func residentBytes() -> Int {
+        guard let text = try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8) else { return 0 }
+        let fields = text.split(separator: " ")
+        guard fields.count > 1, let pages = Int(fields[1]) else { return 0 }
+        return pages * Int(sysconf(Int32(_SC_PAGESIZE)))
+    }
+}

@@ -1,0 +1,263 @@
+import Foundation
+import Testing
+@testable import StallAgentKit
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The agent as systemd runs it: targets that restart, the journal, sd_notify, metrics,
+/// retention and fingerprint state across agent restarts — real processes, real ptrace.
+@Suite(.serialized) struct HostAgentIntegrationTests {
+    let agent = FixtureProcess.stallagentURL
+    let fixtures = FixtureProcess.executableURL.path
+
+    func temporaryDirectory(_ name: String) throws -> String {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("\(name)-\(UUID().uuidString.prefix(8))").path
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        return path
+    }
+
+    /// Starts the agent with `environment` added and stderr in a file (so JOURNAL_STREAM can
+    /// name it); returns the process and the stderr path.
+    func startAgent(_ arguments: [String], environment: [String: String] = [:], journalStderr: Bool = false) throws -> (Process, String) {
+        let stderrPath = FileManager.default.temporaryDirectory.appendingPathComponent("agent-\(UUID().uuidString).err").path
+        FileManager.default.createFile(atPath: stderrPath, contents: nil)
+        var env = ProcessInfo.processInfo.environment.filter { !["NOTIFY_SOCKET", "JOURNAL_STREAM", "WATCHDOG_USEC", "STATE_DIRECTORY"].contains($0.key) }
+        if journalStderr {
+            var info = stat()
+            stat(stderrPath, &info)
+            env["JOURNAL_STREAM"] = "\(info.st_dev):\(info.st_ino)"
+        }
+        env.merge(environment) { $1 }
+        let process = Process()
+        process.executableURL = agent
+        process.arguments = arguments
+        process.environment = env
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: stderrPath))
+        try process.run()
+        return (process, stderrPath)
+    }
+
+    func finish(_ process: Process, timeout: Double = 30) -> Int32 {
+        let deadline = Date().addingTimeInterval(timeout)
+        while process.isRunning && Date() < deadline { usleep(20_000) }
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        process.waitUntilExit()
+        return process.terminationStatus
+    }
+
+    /// A service that restarts: its pidfile names the new process, which is attached to and
+    /// whose stall is reported; metrics count both runs and pass promtool.
+    @Test func pidfileTargetIsFollowedAcrossRestarts() throws {
+        let dir = try temporaryDirectory("pidfile")
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let pidfile = dir + "/app.pid"
+        // Two runs of a loop that idles first, then stalls 1.3 s on CPU, then exits.
+        let supervisor = Process()
+        supervisor.executableURL = URL(fileURLWithPath: "/bin/sh")
+        supervisor.arguments = ["-c", "for i in 1 2; do sh -c 'echo $$ > \(pidfile); exec \"$0\" loop --script idle:0.6,spin:1.3 --gap 0.3 --exit-when-done' '\(fixtures)' >/dev/null; sleep 0.4; done"]
+        try supervisor.run()
+        defer { if supervisor.isRunning { kill(supervisor.processIdentifier, SIGKILL) }; supervisor.waitUntilExit() }
+        let (process, stderrPath) = try startAgent([
+            "--pidfile", pidfile, "--name", "app", "--report-dir", dir + "/reports", "--state-dir", dir + "/state",
+            "--metrics-file", dir + "/stallagent.prom", "--metrics-interval", "0.5s", "--retry-interval", "0.1s", "--duration", "7s",
+        ])
+        #expect(finish(process) == 0)
+        let stderr = try String(contentsOfFile: stderrPath, encoding: .utf8)
+        let attaches = stderr.components(separatedBy: "(pidfile \(pidfile))").count - 1
+        #expect(attaches == 2, "\(stderr)")
+        #expect(stderr.contains("exited; waiting for its next main process"))
+        let reports = try FileManager.default.contentsOfDirectory(atPath: dir + "/reports").filter { $0.hasSuffix(".json") }
+        #expect(reports.count >= 1, "\(stderr)")
+        // The second process's stall is reported too (the first is 1, and its recurrence is 2).
+        #expect(stderr.components(separatedBy: "0x8badf00d hang").count - 1 >= 4, "\(stderr)")
+        let metrics = try String(contentsOfFile: dir + "/stallagent.prom", encoding: .utf8)
+        #expect(metrics.contains(#"stallagent_target_attaches_total{target="app"} 2"#), "\(metrics)")
+        #expect(metrics.contains(#"stallagent_stalls_total{target="app",reason="hang",code="0x8badf00d"} 2"#), "\(metrics)")
+        try PromtoolCheck.check(metrics)
+        let state = try String(contentsOfFile: dir + "/state/fingerprints/app.json", encoding: .utf8)
+        #expect(state.contains("\"occurrences\":2"), "\(state)")
+    }
+
+    /// With stderr on the journal, each stall becomes structured journal entries.
+    @Test func stallsGoToTheJournalAsStructuredEntries() throws {
+        let dir = try temporaryDirectory("journal")
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let journal = try DatagramReceiver()
+        let fixture = try FixtureProcess(["loop", "--script", "spin:1.4", "--gap", "0.3", "--exit-when-done"])
+        let (process, stderrPath) = try startAgent(
+            ["--pid", "\(fixture.pid)", "--report-dir", dir], environment: ["STALLAGENT_JOURNAL_SOCKET": journal.path],
+            journalStderr: true)
+        #expect(finish(process) == 0)
+        let entries = journal.drain(quietFor: 0.5).compactMap(JournalWriter.decode)
+        let stderr = try String(contentsOfFile: stderrPath, encoding: .utf8)
+        #expect(entries.count == 2, "\(entries) \(stderr)")
+        func field(_ entry: [(String, String)], _ key: String) -> String? { entry.first { $0.0 == key }?.1 }
+        let detected = try #require(entries.first { field($0, "MESSAGE_ID") == StallJournalEntry.detectedMessageID })
+        let ended = try #require(entries.first { field($0, "MESSAGE_ID") == StallJournalEntry.endedMessageID })
+        #expect(field(ended, "STALLAGENT_REASON_CODE") == "0x8badf00d")
+        #expect(field(ended, "STALLAGENT_REASON") == "hang")
+        #expect(field(ended, "PRIORITY") == "4")
+        #expect(field(ended, "STALLAGENT_PID") == "\(fixture.pid)")
+        #expect(field(ended, "STALLAGENT_FUNCTION") == "busy_compute")
+        #expect(Double(field(ended, "STALLAGENT_DURATION_SEC") ?? "") ?? 0 > 1.0)
+        #expect(field(ended, "MESSAGE")?.contains("0x8badf00d hang") == true)
+        #expect(FileManager.default.fileExists(atPath: field(ended, "STALLAGENT_REPORT") ?? "/nonexistent"))
+        #expect(field(detected, "STALLAGENT_ONGOING") == "1")
+        // Stall lines went to the journal natively, not also as text on stderr.
+        #expect(!stderr.contains("detected: main thread"), "\(stderr)")
+    }
+
+    /// Type=notify: READY=1 once watching, STATUS= lines, WATCHDOG=1 while the loop runs.
+    @Test func notifiesSystemdAndFeedsTheWatchdog() throws {
+        let dir = try temporaryDirectory("notify")
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let notify = try DatagramReceiver()
+        let fixture = try FixtureProcess(["idle"])
+        let (process, _) = try startAgent(
+            ["--pid", "\(fixture.pid)", "--report-dir", dir, "--duration", "1.5s"],
+            environment: ["NOTIFY_SOCKET": notify.path, "WATCHDOG_USEC": "400000"])
+        // Read as systemd does, while the agent runs (its sends never block; a reader that
+        // falls behind only loses pings).
+        var messages: [String] = []
+        while process.isRunning || messages.last?.contains("STOPPING=1") != true {
+            guard let datagram = notify.receive(timeout: 3) else { break }
+            messages.append(String(decoding: datagram, as: UTF8.self))
+        }
+        #expect(finish(process) == 0)
+        #expect(messages.first?.contains("READY=1") == true, "\(messages)")
+        #expect(messages.first?.contains("STATUS=watching stall-fixtures [\(fixture.pid)]") == true, "\(messages)")
+        let pings = messages.filter { $0 == "WATCHDOG=1" }.count
+        #expect(pings >= 4 && pings <= 10, "\(messages)")
+        #expect(messages.last?.contains("STOPPING=1") == true)
+    }
+
+    /// A unit that is not there is waited for, logged once, and picked up when it appears.
+    @Test func unitTargetIsWaitedForAndAttachedWhenItStarts() throws {
+        let dir = try temporaryDirectory("unit")
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        // This machine has no running systemd; a stand-in systemctl answers `show` from a file
+        // the test controls, in systemctl's own KEY=VALUE output format.
+        let properties = dir + "/properties"
+        try "LoadState=not-found\nActiveState=inactive\nMainPID=0\n".write(toFile: properties, atomically: true, encoding: .utf8)
+        let systemctl = dir + "/systemctl"
+        try "#!/bin/sh\n[ \"$1\" = show ] || exit 1\ncat '\(properties)'\n".write(toFile: systemctl, atomically: true, encoding: .utf8)
+        chmod(systemctl, 0o755)
+        let (process, stderrPath) = try startAgent(
+            ["--unit", "demo", "--report-dir", dir + "/reports", "--retry-interval", "0.1s", "--duration", "5s"],
+            environment: ["STALLAGENT_SYSTEMCTL": systemctl])
+        usleep(800_000)
+        let fixture = try FixtureProcess(["loop", "--script", "idle:0.5,spin:1.3", "--gap", "0.3"])
+        try "LoadState=loaded\nActiveState=active\nMainPID=\(fixture.pid)\n".write(toFile: properties, atomically: true, encoding: .utf8)
+        #expect(finish(process) == 0)
+        let stderr = try String(contentsOfFile: stderrPath, encoding: .utf8)
+        #expect(stderr.components(separatedBy: "unit demo.service not found").count - 1 == 1, "\(stderr)")
+        #expect(stderr.contains("[\(fixture.pid)]'s main thread (unit demo.service)"), "\(stderr)")
+        #expect(stderr.contains("0x8badf00d hang"), "\(stderr)")
+    }
+
+    /// Occurrence counts and the per-fingerprint rate limit survive an agent restart.
+    @Test func fingerprintStateSurvivesAgentRestarts() throws {
+        let dir = try temporaryDirectory("state")
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        var outputs: [String] = []
+        for _ in 0..<2 {
+            let fixture = try FixtureProcess(["loop", "--script", "spin:1.3", "--gap", "0.3", "--exit-when-done"])
+            let result = try runCommand(agent, [
+                "--pid", "\(fixture.pid)", "--report-dir", dir + "/reports", "--state-dir", dir + "/state",
+                "--min-report-interval", "1h",
+            ], timeout: 30)
+            #expect(result.status == 0)
+            outputs.append(result.stderr)
+        }
+        #expect(outputs[0].contains("→ "), "\(outputs[0])")
+        // Same stack, second agent: counted as the 2nd occurrence and, within the hour, not re-reported.
+        #expect(outputs[1].contains("seen before: 2×"), "\(outputs[1])")
+        let reports = try FileManager.default.contentsOfDirectory(atPath: dir + "/reports").filter { $0.hasSuffix(".txt") }
+        #expect(reports.count == 1, "\(reports)")
+    }
+
+    /// Old reports beyond the limits are removed; the new one stays.
+    @Test func retentionKeepsTheDirectoryWithinLimits() throws {
+        let dir = try temporaryDirectory("retention")
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        for i in 0..<8 {
+            for ext in ["txt", "json"] {
+                FileManager.default.createFile(atPath: "\(dir)/old_\(i)_20200101-000000_hang_1.\(ext)", contents: Data(repeating: 65, count: 100))
+            }
+        }
+        let fixture = try FixtureProcess(["loop", "--script", "spin:1.3", "--gap", "0.3", "--exit-when-done"])
+        let result = try runCommand(agent, ["--pid", "\(fixture.pid)", "--report-dir", dir, "--max-reports", "3"], timeout: 30)
+        #expect(result.status == 0)
+        let stems = Set(try FileManager.default.contentsOfDirectory(atPath: dir).filter { !$0.hasPrefix(".") }.map { $0.split(separator: ".")[0] })
+        #expect(stems.count == 3, "\(stems)")
+        #expect(stems.contains { $0.hasPrefix("stall-fixtures_") }, "\(stems)")
+        #expect(result.stderr.contains("retention: removed"), "\(result.stderr)")
+    }
+
+    @Test func metricsAreServedOverHTTP() throws {
+        let fixture = try FixtureProcess(["idle"])
+        let dir = try temporaryDirectory("listen")
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let port = Int.random(in: 20_000...40_000)
+        let (process, stderrPath) = try startAgent(["--pid", "\(fixture.pid)", "--report-dir", dir, "--metrics-listen", "127.0.0.1:\(port)", "--duration", "4s"])
+        usleep(1_500_000)
+        let curl = try runCommand(URL(fileURLWithPath: "/usr/bin/curl"), ["-sS", "-i", "http://127.0.0.1:\(port)/metrics"])
+        let missing = try runCommand(URL(fileURLWithPath: "/usr/bin/curl"), ["-sS", "-o", "/dev/null", "-w", "%{http_code}", "http://127.0.0.1:\(port)/nope"])
+        // A second agent on the same port: a clear error and its exit code, at start.
+        let clash = try runCommand(agent, ["--pid", "\(fixture.pid)", "--report-dir", dir, "--metrics-listen", "127.0.0.1:\(port)", "--duration", "1s"])
+        #expect(finish(process) == 0, "\(String(describing: try? String(contentsOfFile: stderrPath, encoding: .utf8)))")
+        #expect(curl.stdout.hasPrefix("HTTP/1.1 200 OK"), "\(curl)")
+        #expect(curl.stdout.contains("text/plain; version=0.0.4"))
+        #expect(curl.stdout.contains(#"stallagent_target_up{target="stall-fixtures"} 1"#), "\(curl.stdout)")
+        #expect(missing.stdout == "404")
+        #expect(clash.status == 69, "\(clash)")
+        #expect(clash.stderr.contains("Address already in use"), "\(clash.stderr)")
+    }
+
+    @Test func badConfigurationFilesAreRefusedWithTheirLine() throws {
+        let dir = try temporaryDirectory("config")
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let path = dir + "/stallagent.yaml"
+        try "threshold: 1s\ntargets:\n  - unit: nginx\n    thresold: 2s\n".write(toFile: path, atomically: true, encoding: .utf8)
+        let result = try runCommand(agent, ["--config", path])
+        #expect(result.status == 78)
+        #expect(result.stderr.contains("\(path):4: unknown target setting 'thresold'"), "\(result.stderr)")
+        let both = try runCommand(agent, ["--config", path, "--pid", "1"])
+        #expect(both.status == 64)
+        let none = try runCommand(agent, ["--threshold", "1s"])
+        #expect(none.status == 64)
+        #expect(none.stderr.contains("nothing to watch"))
+    }
+
+    /// Least privilege: an unprivileged user holding CAP_SYS_PTRACE and CAP_DAC_READ_SEARCH
+    /// (what the units grant) watches a root process. CAP_SYS_PTRACE alone is not enough —
+    /// /proc/PID/syscall is 0400 and owned by the target's user — and the error says so.
+    @Test func unprivilegedUserWithPtraceCapabilitiesWorks() throws {
+        try #require(getuid() == 0, "needs root to drop to an unprivileged user")
+        let dir = try temporaryDirectory("caps")
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        chown(dir, 65534, 65534)
+        let fixture = try FixtureProcess(["loop", "--script", "spin:1.3", "--gap", "0.3", "--exit-when-done"])
+        let setpriv = URL(fileURLWithPath: "/usr/bin/setpriv")
+        func dropped(_ caps: String) -> [String] {
+            ["--reuid=65534", "--regid=65534", "--clear-groups", "--no-new-privs", "--inh-caps=-all\(caps)",
+             "--ambient-caps=-all\(caps)", "--bounding-set=-all\(caps)"]
+        }
+        let withCaps = try runCommand(setpriv, dropped(",+sys_ptrace,+dac_read_search") + [
+            agent.path, "--pid", "\(fixture.pid)", "--report-dir", dir + "/reports",
+        ], timeout: 30)
+        #expect(withCaps.status == 0, "\(withCaps.stderr)")
+        #expect(withCaps.stderr.contains("0x8badf00d hang"), "\(withCaps.stderr)")
+        #expect(withCaps.stderr.contains("busy_compute"), "\(withCaps.stderr)")
+        let target = try FixtureProcess(["idle"])
+        for caps in [",+sys_ptrace", ""] {
+            let refused = try runCommand(setpriv, dropped(caps) + [agent.path, "--pid", "\(target.pid)", "--report-dir", dir + "/reports2"])
+            #expect(refused.status == 4, "\(refused.stderr)")
+            #expect(refused.stderr.contains("CAP_DAC_READ_SEARCH"))
+        }
+        #expect(target.procStatus?.tracer == 0)
+    }
+}
