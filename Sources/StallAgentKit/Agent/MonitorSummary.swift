@@ -47,7 +47,10 @@ public struct MonitorSummary: Sendable {
             }
             for stall in stalls {
                 lines.append("  #\(stall.id) \(stall.reason.hexCode) \(stall.reason.name.padding(toLength: 8, withPad: " ", startingAt: 0)) \(Format.seconds(stall.duration).padding(toLength: 8, withPad: " ", startingAt: 0)) \(stall.topFunction)"
-                    + (stall.reportPath.map { "  \($0)" } ?? "  (same as an earlier stall; seen \(stall.occurrence)×, report not rewritten)"))
+                    + (stall.reportPath.map { "  \($0)" }
+                        ?? (stall.occurrence > 1
+                            ? "  (same as an earlier stall; seen \(stall.occurrence)×, report not rewritten)"
+                            : "  (report could not be written; see the warning above)")))
             }
         }
         lines.append("  reports: \(reportDirectory)")

@@ -25,29 +25,25 @@ public final class AgentMetrics: @unchecked Sendable {
 
     public init() {
         registry.makeGauge(
-            name: "stallagent_build_info", labels: [("version", AgentMetrics.version)],
-            help: "Always 1; the labels say which stallagent is running."
+            descriptor: AgentMetrics.descriptor("build", "info", "Always 1; the labels say which stallagent is running."), labels: [("version", AgentMetrics.version)]
         ).set(to: 1)
         lastUpdate = registry.makeGauge(
-            name: "stallagent_last_update_timestamp_seconds",
-            help: "Unix time of the last metrics update; stale means the agent is stuck or gone.")
+            descriptor: AgentMetrics.descriptor("last_update_timestamp", "seconds", "Unix time of the last metrics update; stale means the agent is stuck or gone."))
         agentCPU = registry.makeCounter(
-            name: "stallagent_agent_cpu_seconds_total", help: "CPU time used by the agent itself.")
+            descriptor: AgentMetrics.descriptor("agent_cpu", "seconds_total", "CPU time used by the agent itself."))
         agentResident = registry.makeGauge(
-            name: "stallagent_agent_resident_bytes", help: "The agent's resident memory.")
+            descriptor: AgentMetrics.descriptor("agent_resident", "bytes", "The agent's resident memory."))
     }
 
     /// Counts a finished stall.
     public func recordStall(target: String, reason: StallReason, duration: Double) {
         lock.withLock {
             registry.makeCounter(
-                name: "stallagent_stalls_total",
-                labels: [("target", target), ("reason", reason.name), ("code", reason.hexCode)],
-                help: "Main-thread stalls longer than the threshold, by target and reason code."
+                descriptor: AgentMetrics.descriptor("stalls", "total", "Main-thread stalls longer than the threshold, by target and reason code."), labels: [("target", target), ("reason", reason.name), ("code", reason.hexCode)]
             ).increment()
             registry.makeValueHistogram(
-                name: "stallagent_stall_duration_seconds", labels: [("target", target)],
-                buckets: AgentMetrics.stallDurationBuckets, help: "Duration of finished stalls."
+                descriptor: AgentMetrics.descriptor("stall_duration", "seconds", "Duration of finished stalls."), labels: [("target", target)],
+                buckets: AgentMetrics.stallDurationBuckets
             ).record(duration)
         }
     }
@@ -56,8 +52,7 @@ public final class AgentMetrics: @unchecked Sendable {
     public func setTargetUp(_ target: String, _ up: Bool) {
         lock.withLock {
             registry.makeGauge(
-                name: "stallagent_target_up", labels: [("target", target)],
-                help: "1 while the target's process is being watched, 0 while the agent waits for it."
+                descriptor: AgentMetrics.descriptor("target", "up", "1 while the target's process is being watched, 0 while the agent waits for it."), labels: [("target", target)]
             ).set(to: up ? 1 : 0)
         }
     }
@@ -65,8 +60,7 @@ public final class AgentMetrics: @unchecked Sendable {
     public func recordAttach(target: String) {
         lock.withLock {
             registry.makeCounter(
-                name: "stallagent_target_attaches_total", labels: [("target", target)],
-                help: "Times the agent started watching a process of this target (restarts add one)."
+                descriptor: AgentMetrics.descriptor("target_attaches", "total", "Times the agent started watching a process of this target (restarts add one)."), labels: [("target", target)]
             ).increment()
         }
     }
@@ -85,24 +79,20 @@ public final class AgentMetrics: @unchecked Sendable {
                 let delta = seconds - (previous[activity] ?? 0)
                 guard delta > 0 else { continue }
                 registry.makeCounter(
-                    name: "stallagent_main_thread_state_seconds_total",
-                    labels: [("target", target), ("state", AgentMetrics.stateName(activity))],
-                    help: "Seconds the target's main thread spent in each state, as probed from /proc."
+                    descriptor: AgentMetrics.descriptor("main_thread_state", "seconds_total", "Seconds the target's main thread spent in each state, as probed from /proc."), labels: [("target", target), ("state", AgentMetrics.stateName(activity))]
                 ).increment(by: delta)
             }
             stateTotals[key] = stateSeconds
             let before = pauseTotals[key] ?? (0, 0, 0)
             if pauseSeconds > before.seconds {
                 registry.makeCounter(
-                    name: "stallagent_capture_pause_seconds_total", labels: [("target", target)],
-                    help: "Total time the target's thread was stopped by the agent's captures."
+                    descriptor: AgentMetrics.descriptor("capture_pause", "seconds_total", "Total time the target's thread was stopped by the agent's captures."), labels: [("target", target)]
                 ).increment(by: pauseSeconds - before.seconds)
             }
             for (method, now, then) in [("ptrace_stop", capturesWithStop, before.stops),
                                         ("no_stop", capturesWithoutStop, before.nonStop)] where now > then {
                 registry.makeCounter(
-                    name: "stallagent_captures_total", labels: [("target", target), ("method", method)],
-                    help: "Stack captures, by whether the thread had to be stopped."
+                    descriptor: AgentMetrics.descriptor("captures", "total", "Stack captures, by whether the thread had to be stopped."), labels: [("target", target), ("method", method)]
                 ).increment(by: Int64(now - then))
             }
             pauseTotals[key] = (pauseSeconds, capturesWithStop, capturesWithoutStop)
@@ -135,6 +125,10 @@ public final class AgentMetrics: @unchecked Sendable {
         // The exposition format wants every line, the last included, to end in a newline.
         let text = lock.withLock { registry.emitToString() }
         return text.isEmpty || text.hasSuffix("\n") ? text : text + "\n"
+    }
+
+    static func descriptor(_ metric: String, _ unit: String, _ help: String) -> MetricNameDescriptor {
+        MetricNameDescriptor(namespace: "stallagent", metricName: metric, unitName: unit, helpText: help)
     }
 
     static func stateName(_ activity: ThreadActivity) -> String {
