@@ -189,3 +189,24 @@ int sa_bind_unix_datagram(const char *path) {
   }
   return fd;
 }
+
+ssize_t sa_recv_with_fd(int fd, void *buffer, size_t length, int *passed_fd) {
+  struct iovec iov = {.iov_base = buffer, .iov_len = length};
+  union {
+    struct cmsghdr header;
+    char bytes[CMSG_SPACE(sizeof(int))];
+  } control;
+  struct msghdr message;
+  memset(&message, 0, sizeof message);
+  message.msg_iov = &iov;
+  message.msg_iovlen = 1;
+  message.msg_control = control.bytes;
+  message.msg_controllen = sizeof control.bytes;
+  *passed_fd = -1;
+  ssize_t n = recvmsg(fd, &message, MSG_CMSG_CLOEXEC);
+  if (n < 0) return -1;
+  for (struct cmsghdr *c = CMSG_FIRSTHDR(&message); c != NULL; c = CMSG_NXTHDR(&message, c)) {
+    if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) memcpy(passed_fd, CMSG_DATA(c), sizeof(int));
+  }
+  return n;
+}

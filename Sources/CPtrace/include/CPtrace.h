@@ -65,6 +65,10 @@ int sa_send_unix_datagram(int fd, const char *path, const void *payload, size_t 
 /// receiving end of sd_notify and journal messages in tests. Returns the fd or -1 with errno.
 int sa_bind_unix_datagram(const char *path);
 
+/// Receives one datagram into `buffer`; a descriptor passed with it (SCM_RIGHTS) goes to
+/// *passed_fd (else -1). Returns the byte count or -1 with errno.
+ssize_t sa_recv_with_fd(int fd, void *buffer, size_t length, int *passed_fd);
+
 /// memfd_create + write + F_SEAL_*: an immutable in-memory file holding `bytes`.
 /// Returns the fd or -1 with errno.
 int sa_sealed_memfd(const char *name, const void *bytes, size_t length);

@@ -197,6 +197,30 @@ import Glibc
         #expect(result.stderr.contains("retention: removed"), "\(result.stderr)")
     }
 
+    /// A full disk: the agent warns, keeps watching, leaves no temporary or partial files,
+    /// and its summary says the report could not be written.
+    @Test func aFullDiskIsSurvived() throws {
+        try #require(getuid() == 0, "mounting a tiny tmpfs needs root")
+        let mountPoint = try temporaryDirectory("full")
+        defer { try? FileManager.default.removeItem(atPath: mountPoint) }
+        let mount = try runCommand(URL(fileURLWithPath: "/bin/mount"), ["-t", "tmpfs", "-o", "size=16k", "tmpfs", mountPoint])
+        try #require(mount.status == 0, "\(mount.stderr)")
+        defer { _ = try? runCommand(URL(fileURLWithPath: "/bin/umount"), [mountPoint]) }
+        FileManager.default.createFile(atPath: mountPoint + "/fill", contents: Data(repeating: 0, count: 12 * 1024))
+        let fixture = try FixtureProcess(["loop", "--script", "spin:1.3", "--gap", "0.3", "--exit-when-done"])
+        let result = try runCommand(agent, [
+            "--pid", "\(fixture.pid)", "--report-dir", mountPoint + "/reports", "--metrics-file", mountPoint + "/m.prom",
+            "--metrics-interval", "0.2s",
+        ], timeout: 30)
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stderr.contains("No space left on device"), "\(result.stderr)")
+        #expect(result.stderr.contains("0x8badf00d hang"))
+        #expect(result.stderr.contains("report could not be written"), "\(result.stderr)")
+        let leftovers = (try FileManager.default.contentsOfDirectory(atPath: mountPoint + "/reports"))
+            + (try FileManager.default.contentsOfDirectory(atPath: mountPoint)).filter { $0.hasPrefix(".") }
+        #expect(leftovers.isEmpty, "\(leftovers)")
+    }
+
     @Test func metricsAreServedOverHTTP() throws {
         let fixture = try FixtureProcess(["idle"])
         let dir = try temporaryDirectory("listen")

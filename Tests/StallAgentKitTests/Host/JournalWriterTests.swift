@@ -1,3 +1,4 @@
+import CPtrace
 import Foundation
 import Testing
 @testable import StallAgentKit
@@ -26,6 +27,32 @@ import Glibc
         let datagram = try #require(receiver.receive(timeout: 2))
         let fields = try #require(JournalWriter.decode(datagram))
         #expect(fields.first { $0.0 == "STALLAGENT_REASON_CODE" }?.1 == "0x8badf00d")
+    }
+
+    /// An entry bigger than a datagram can carry travels as a sealed memfd, as journald expects.
+    @Test func aHugeEntryGoesInASealedMemfd() throws {
+        let receiver = try DatagramReceiver()
+        let journal = try JournalWriter(socketPath: receiver.path)
+        let huge = String(repeating: "frame\n", count: 3_000_000)  // 18 MB: over any datagram limit
+        try journal.send([("MESSAGE", huge), ("PRIORITY", "4")])
+        var poller = pollfd(fd: receiver.fd, events: Int16(POLLIN), revents: 0)
+        #expect(poll(&poller, 1, 2000) == 1)
+        var buffer = [UInt8](repeating: 0, count: 64)
+        var passed: Int32 = -1
+        let n = buffer.withUnsafeMutableBytes { sa_recv_with_fd(receiver.fd, $0.baseAddress, $0.count, &passed) }
+        #expect(n == 0)
+        try #require(passed >= 0)
+        defer { close(passed) }
+        // F_GET_SEALS (1034) and F_SEAL_SHRINK | GROW | WRITE (2 | 4 | 8): macros Swift does not import.
+        let seals = fcntl(passed, 1034)
+        #expect(seals & 0xE == 0xE)
+        var info = stat()
+        fstat(passed, &info)
+        let bytes = try #require(mmap(nil, Int(info.st_size), PROT_READ, MAP_PRIVATE, passed, 0))
+        defer { munmap(bytes, Int(info.st_size)) }
+        let fields = try #require(JournalWriter.decode(Array(UnsafeRawBufferPointer(start: bytes, count: Int(info.st_size)))))
+        #expect(fields.first?.1.count == huge.utf8.count)
+        #expect(fields.last?.1 == "4")
     }
 
     @Test func aMissingSocketIsAnErrorAtStart() {
