@@ -22,10 +22,16 @@ let package = Package(
         .systemLibrary(
             name: "CLibelf", pkgConfig: "libelf",
             providers: [.apt(["libelf-dev"])]),
+        .systemLibrary(
+            name: "CLibdw", pkgConfig: "libdw",
+            providers: [.apt(["libdw-dev"])]),
+        .systemLibrary(
+            name: "CLzma", pkgConfig: "liblzma",
+            providers: [.apt(["liblzma-dev"])]),
         .target(
             name: "StallAgentKit",
             dependencies: [
-                "CPtrace", "CLibunwind", "CLibelf", "CDemangle",
+                "CPtrace", "CLibunwind", "CLibelf", "CLibdw", "CLzma", "CDemangle",
                 .product(name: "DequeModule", package: "swift-collections"),
             ]),
         .executableTarget(
@@ -41,7 +47,9 @@ let package = Package(
             linkerSettings: [.linkedLibrary("pthread")]),
         .testTarget(
             name: "StallAgentKitTests",
-            dependencies: ["StallAgentKit", "stall-fixtures"]),
+            dependencies: ["StallAgentKit", "stall-fixtures"],
+            // Sources of programs the tests compile themselves (C, C++, Swift, Rust).
+            exclude: ["Symbols/Fixtures"]),
     ],
     swiftLanguageModes: [.v5]
 )
