@@ -7,6 +7,7 @@ public final class Symbolizer {
     private let imageCache: ElfImageCache
     private var cache: [UInt64: SymbolLookup] = [:]
     private var moduleSymbols: [ObjectIdentifier: ModuleSymbols] = [:]
+    private lazy var perfMap = PerfMapFile(pid: modules.pid)
 
     /// `debugDirectories` are searched (on this machine) before the target's own
     /// `/usr/lib/debug`, which is read through `/proc/PID/root`.
@@ -37,13 +38,24 @@ public final class Symbolizer {
         return symbols
     }
 
+    /// Code with no file (a JIT's) is named from the process's perf map, only inside anonymous
+    /// executable mappings so a stale map cannot rename anything else. Not cached: a JIT
+    /// reuses addresses.
+    func jitSymbol(_ address: UInt64) -> PerfMap.Entry? {
+        guard let mapping = modules.mapping(containing: address), mapping.executable, !mapping.isFileBacked
+        else { return nil }
+        return perfMap.current()?.lookup(address)
+    }
+
     public func symbolize(_ frame: UnwoundFrame, index: Int) -> SymbolizedFrame {
         let lookup = frame.lookupAddress(isInnermost: index == 0)
         guard let module = modules.module(containing: lookup) else {
+            let jit = jitSymbol(lookup)
             return SymbolizedFrame(
                 index: index, address: frame.address, stackPointer: frame.stackPointer, module: nil,
-                modulePath: nil, buildId: nil, moduleOffset: nil, function: nil, functionOffset: nil,
-                approximate: false, isSignalFrame: frame.isSignalFrame)
+                modulePath: nil, buildId: nil, moduleOffset: nil, function: jit?.name,
+                functionOffset: jit.map { frame.address - $0.start }, approximate: false,
+                isSignalFrame: frame.isSignalFrame)
         }
         var result = SymbolizedFrame(
             index: index, address: frame.address, stackPointer: frame.stackPointer, module: module.name,
