@@ -19,13 +19,13 @@ struct StallAgentCommand: ParsableCommand {
             5 not traceable (zombie, kernel thread, already traced); 6 capture timed out; \
             64 bad arguments; 73 report directory unusable; 1 other errors.
             """,
-        subcommands: [Watch.self, Run.self, Dump.self, Demo.self, Bench.self],
+        subcommands: [Watch.self, Run.self, Dump.self, Symbolicate.self, Demo.self, Bench.self],
         defaultSubcommand: Watch.self
     )
 }
 
 extension StallAgentCommand {
-    static let subcommandNames: Set<String> = ["watch", "run", "dump", "demo", "bench", "help"]
+    static let subcommandNames: Set<String> = ["watch", "run", "dump", "symbolicate", "demo", "bench", "help"]
 
     /// `stallagent [options] -- COMMAND` means `stallagent run [options] -- COMMAND`.
     /// In that mode every error of the agent's own, usage errors included, exits 125 like

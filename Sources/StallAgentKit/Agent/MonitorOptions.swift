@@ -17,6 +17,8 @@ public struct MonitorOptions: Sendable {
     public var killAfter: Double?
     public var killGrace = 2.0
     public var maxStackBytes = 512 * 1024
+    /// Extra directories for separate debug files (`--debug-dir`).
+    public var debugDirectories: [String] = []
     public var writeFolded = true
 
     public init() {}
