@@ -197,6 +197,9 @@ public final class ElfImage {
         return nil
     }
 
+    /// The whole file as mapped.
+    var fileBytes: UnsafeRawBufferPointer { UnsafeRawBufferPointer(bytes) }
+
     /// CRC-32 of the whole file, as `.gnu_debuglink` records it; computed on first use.
     public private(set) lazy var contentCRC: UInt32 = DebugLink.crc32(UnsafeRawBufferPointer(bytes))
 

@@ -80,6 +80,17 @@ final class NativeFixture: @unchecked Sendable {
         return index + 1
     }
 
+    /// A stripped copy carrying MiniDebugInfo (`.gnu_debugdata`: xz of a symbols-only ELF), as
+    /// Fedora ships binaries. Its `.symtab` is the full one here, which is enough to test.
+    func makeMiniDebugInfo() throws -> URL {
+        let mini = directory.appendingPathComponent("mini.elf")
+        try Self.run("objcopy", ["--strip-debug", "--remove-section=.comment", debugFile.path, mini.path])
+        try Self.run("xz", ["-f", "-k", mini.path])
+        let output = directory.appendingPathComponent(unstripped.lastPathComponent.replacingOccurrences(of: "-g", with: "-mini"))
+        try Self.run("objcopy", ["--add-section", ".gnu_debugdata=\(mini.path).xz", strippedBare.path, output.path])
+        return output
+    }
+
     func remove() { try? FileManager.default.removeItem(at: directory) }
 }
 
