@@ -60,7 +60,14 @@ public final class OfflineSymbolicator {
         guard !lookup.isEmpty else { return false }
         // An exact name already in the report beats a guess from fewer symbols here.
         if lookup.approximate, frame.function != nil, !frame.approximate, lookup.file == nil { return false }
+        let previous = frame
         frame.apply(lookup)
+        if lookup.function == nil, previous.function != nil {
+            // Lines without a symbol: keep the name the report had.
+            frame.function = previous.function
+            frame.functionOffset = previous.functionOffset
+            frame.approximate = previous.approximate
+        }
         return true
     }
 }
