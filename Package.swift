@@ -24,10 +24,16 @@ let package = Package(
         .systemLibrary(
             name: "CLibelf", pkgConfig: "libelf",
             providers: [.apt(["libelf-dev"])]),
+        .systemLibrary(
+            name: "CLibdw", pkgConfig: "libdw",
+            providers: [.apt(["libdw-dev"])]),
+        .systemLibrary(
+            name: "CLzma", pkgConfig: "liblzma",
+            providers: [.apt(["liblzma-dev"])]),
         .target(
             name: "StallAgentKit",
             dependencies: [
-                "CPtrace", "CLibunwind", "CLibelf", "CDemangle",
+                "CPtrace", "CLibunwind", "CLibelf", "CLibdw", "CLzma", "CDemangle",
                 .product(name: "DequeModule", package: "swift-collections"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "Yams", package: "Yams"),
@@ -45,7 +51,9 @@ let package = Package(
             linkerSettings: [.linkedLibrary("pthread")]),
         .testTarget(
             name: "StallAgentKitTests",
-            dependencies: ["StallAgentKit", "CPtrace", "stall-fixtures"]),
+            dependencies: ["StallAgentKit", "CPtrace", "stall-fixtures"],
+            // Sources of programs the tests compile themselves (C, C++, Swift, Rust).
+            exclude: ["Symbols/Fixtures"]),
     ],
     swiftLanguageModes: [.v5]
 )

@@ -19,6 +19,9 @@ struct Bench: ParsableCommand {
     @Flag(help: "Only the watchdog figures (issue: --pid).")
     var monitorOnly = false
 
+    @Flag(help: "Only the symbolization figures (cold/warm time and memory for a large module).")
+    var symbolsOnly = false
+
     @Flag(help: "Shorter runs.")
     var quick = false
 
@@ -29,6 +32,11 @@ struct Bench: ParsableCommand {
                 ?? me.deletingLastPathComponent().appendingPathComponent("stall-fixtures")
             let benchmark = CaptureBenchmark(fixtures: fixturesURL, agentBinary: me)
             benchmark.captures = captures
+            if !captureOnly && !monitorOnly {
+                SymbolizationBenchmark().run()
+                if symbolsOnly { return }
+                print("")
+            }
             if !monitorOnly { try benchmark.run() }
             if !captureOnly {
                 print("")

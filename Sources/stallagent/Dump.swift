@@ -26,12 +26,16 @@ struct Dump: ParsableCommand {
     @Option(name: .long, help: "Most stack bytes copied per thread.")
     var maxStack: Int = 512 * 1024
 
+    @Option(name: .customLong("debug-dir"), help: ArgumentHelp("Also look for separate debug files here (repeatable).", valueName: "dir"))
+    var debugDirectories: [String] = []
+
     func run() throws {
         try runReportingErrors {
             var options = ThreadCapturer.Options()
             options.maxStackBytes = maxStack
             options.stopDeadlineNanos = 1_000_000_000
-            let inspector = try ProcessInspector(pid: pid, capturer: ThreadCapturer(options: options))
+            let inspector = try ProcessInspector(
+                pid: pid, capturer: ThreadCapturer(options: options), debugDirectories: debugDirectories)
             let dump = try inspector.dumpProcess(allThreads: allThreads)
             if json {
                 let encoder = JSONEncoder()

@@ -21,13 +21,13 @@ struct StallAgentCommand: ParsableCommand {
             directory unusable; 78 bad configuration file; 1 other errors. Wrapping a command: \
             its own status, 86 stalls with --on-stall fail, 124 timeout, 125 agent error.
             """,
-        subcommands: [Watch.self, Run.self, Dump.self, Demo.self, Bench.self, GenerateManPage.self],
+        subcommands: [Watch.self, Run.self, Dump.self, Symbolicate.self, Demo.self, Bench.self, GenerateManPage.self],
         defaultSubcommand: Watch.self
     )
 }
 
 extension StallAgentCommand {
-    static let subcommandNames: Set<String> = ["watch", "run", "dump", "demo", "bench", "generate-man-page", "help"]
+    static let subcommandNames: Set<String> = ["watch", "run", "dump", "symbolicate", "demo", "bench", "generate-man-page", "help"]
 
     /// `stallagent [options] -- COMMAND` means `stallagent run [options] -- COMMAND`.
     /// In that mode every error of the agent's own, usage errors included, exits 125 like

@@ -37,6 +37,9 @@ struct WatchOptions: ParsableArguments {
     @Option(help: ArgumentHelp("Most stack bytes copied per sample.", valueName: "bytes"))
     var maxStack = 512 * 1024
 
+    @Option(name: .customLong("debug-dir"), help: ArgumentHelp("Also look for separate debug files here (DIR/.build-id/xx/rest.debug, debuglink names), before the target's /usr/lib/debug (repeatable).", valueName: "dir"))
+    var debugDirectories: [String] = []
+
     func monitorOptions(defaultLaunchThreshold: Double = 10) throws -> MonitorOptions {
         func parse(_ text: String, _ name: String, minimum: Double = 0) throws -> Double {
             guard let value = DurationParser.parse(text), value >= minimum else {
@@ -65,6 +68,7 @@ struct WatchOptions: ParsableArguments {
         options.reportDirectory = reportDir ?? options.reportDirectory
         options.quiet = quiet
         options.maxStackBytes = maxStack
+        options.debugDirectories = debugDirectories
         return options
     }
 }

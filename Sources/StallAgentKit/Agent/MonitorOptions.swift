@@ -17,6 +17,8 @@ public struct MonitorOptions: Sendable {
     public var killAfter: Double?
     public var killGrace = 2.0
     public var maxStackBytes = 512 * 1024
+    /// Extra directories for separate debug files (`--debug-dir`).
+    public var debugDirectories: [String] = []
     public var writeFolded = true
     /// A stall fingerprint already reported less than this long ago (wall clock, survives
     /// restarts with the fingerprint state) gets no new report; 0 turns the limit off.

@@ -68,7 +68,8 @@ public final class StallMonitor {
         self.fingerprints = fingerprints
         var captureOptions = ThreadCapturer.Options()
         captureOptions.maxStackBytes = options.maxStackBytes
-        inspector = try ProcessInspector(pid: pid, capturer: ThreadCapturer(options: captureOptions))
+        inspector = try ProcessInspector(
+            pid: pid, capturer: ThreadCapturer(options: captureOptions), debugDirectories: options.debugDirectories)
         writer = try ReportWriter(directory: options.reportDirectory)
         classifier = ThreadStateClassifier(extraIdleSyscalls: options.extraIdleSyscalls)
         inspector.classifier = classifier

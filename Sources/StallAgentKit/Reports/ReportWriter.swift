@@ -50,8 +50,9 @@ public final class ReportWriter: Sendable {
         return "\(name)_\(r.process.pid)_\(formatter.string(from: r.startTime))_\(reason)_\(r.id)"
     }
 
-    public func write(_ r: StallReport, folded: String?) throws -> ReportPaths {
-        let base = directory + "/" + fileStem(for: r)
+    /// `stem` overrides the name derived from the report (a rewrite of an existing file).
+    public func write(_ r: StallReport, folded: String?, stem: String? = nil) throws -> ReportPaths {
+        let base = directory + "/" + (stem ?? fileStem(for: r))
         let paths = ReportPaths(text: base + ".txt", json: base + ".json", folded: folded.map { _ in base + ".folded" })
         // The text goes last: whoever sees it (the summary line points there) finds the rest.
         var files: [(path: String, bytes: Data)] = [(paths.json, try StallReportJSONRenderer.render(r))]

@@ -3,16 +3,29 @@
 public enum StackTextRenderer {
     public static func lines(_ frames: [SymbolizedFrame], indent: String = "") -> [String] {
         let moduleWidth = min(max(frames.map { ($0.module ?? "???").count }.max() ?? 3, 8), 32)
-        return frames.enumerated().map { position, frame in
+        return frames.enumerated().flatMap { position, frame in
             let number = String(position).padding(toLength: 4, withPad: " ", startingAt: 0)
             let module = (frame.module ?? "???").padding(toLength: moduleWidth, withPad: " ", startingAt: 0)
             let address = "0x" + String(String(frame.address, radix: 16).reversed())
                 .padding(toLength: 16, withPad: "0", startingAt: 0).reversed()
-            var text = "\(indent)\(number)\(module)  \(address) \(frame.displayName)"
-            if let file = frame.file { text += " (\(file)" + (frame.line.map { ":\($0)" } ?? "") + ")" }
+            let prefix = "\(indent)\(number)\(module)  \(address) "
+            // Inlined functions have no frame of their own: they share the frame's number and
+            // address, innermost first, as eu-stack -i and addr2line -i print them.
+            var lines = frame.inlined.map { inlined in
+                prefix + (inlined.function ?? "???") + " [inlined]" + source(inlined.file, inlined.line)
+            }
+            var text = prefix + frame.displayName + source(frame.file, frame.line)
             if frame.isSignalFrame { text += " <signal handler called>" }
-            return text
+            lines.append(text)
+            return lines
         }
+    }
+
+    /// " (debug.c:880)": the file name only; the JSON keeps the full path.
+    static func source(_ file: String?, _ line: Int?, open: String = "(", close: String = ")") -> String {
+        guard let file else { return "" }
+        let name = file.split(separator: "/").last.map(String.init) ?? file
+        return " \(open)\(name)" + (line.map { ":\($0)" } ?? "") + close
     }
 }
 
@@ -30,7 +43,12 @@ extension StackTextRenderer {
         } else {
             text = frame.displayName
         }
-        if let file = frame.file { text += " [\(file)" + (frame.line.map { ":\($0)" } ?? "") + "]" }
+        if let inner = frame.inlined.first, let name = inner.function {
+            // The stall is in the inlined code: name it, the line there is the one to read.
+            text += " [\(name) inlined" + source(inner.file, inner.line, open: "at ", close: "") + "]"
+        } else {
+            text += source(frame.file, frame.line, open: "[", close: "]")
+        }
         return text
     }
 }

@@ -1,4 +1,5 @@
 import CLibelf
+import Synchronization
 
 #if canImport(Glibc)
 import Glibc
@@ -31,8 +32,12 @@ public final class ElfImage {
     public let isPositionIndependent: Bool
     private let bytes: UnsafeMutableRawBufferPointer
     private let ownsMapping: Bool
-    private var elf: OpaquePointer?
-    private lazy var symbolTable: ElfSymbolTable = ElfSymbolTable(elf: elf)
+    /// The libelf handle, for the symbol and DWARF readers of this module.
+    private(set) var elf: OpaquePointer?
+    private lazy var symbolTable: ElfSymbolTable = ElfSymbolTable(elfs: [elf].compactMap { $0 })
+    /// Debug companions found for this image, keyed by the debug image (nil key: none), so
+    /// the merged tables and DWARF are built once per pair of files.
+    let companions = Mutex<[ObjectIdentifier?: ModuleSymbols]>([:])
 
     /// Opens a file by path (typically through `/proc/PID/root/…` so containers work).
     public convenience init(path: String, displayPath: String? = nil) throws {
@@ -167,6 +172,39 @@ public final class ElfImage {
         }
         return found
     }
+
+    // MARK: Sections
+
+    /// The bytes of the named section as stored in the file, or nil when it is missing,
+    /// has no file contents (SHT_NOBITS, as in a debug file's copy of `.text`) or lies
+    /// outside the file (truncated or corrupt).
+    public func section(named name: String) -> UnsafeRawBufferPointer? {
+        guard let elf else { return nil }
+        var stringIndex = 0
+        guard elf_getshdrstrndx(elf, &stringIndex) == 0 else { return nil }
+        var section: OpaquePointer? = nil
+        while let scn = elf_nextscn(elf, section) {
+            section = scn
+            var sh = GElf_Shdr()
+            guard gelf_getshdr(scn, &sh) != nil, let cName = elf_strptr(elf, stringIndex, Int(sh.sh_name)),
+                  strcmp(cName, name) == 0
+            else { continue }
+            guard sh.sh_type != UInt32(SHT_NOBITS), sh.sh_offset <= UInt64(bytes.count),
+                  sh.sh_size <= UInt64(bytes.count) - sh.sh_offset
+            else { return nil }
+            return UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(bytes)[Int(sh.sh_offset)..<Int(sh.sh_offset + sh.sh_size)])
+        }
+        return nil
+    }
+
+    /// The whole file as mapped.
+    var fileBytes: UnsafeRawBufferPointer { UnsafeRawBufferPointer(bytes) }
+
+    /// CRC-32 of the whole file, as `.gnu_debuglink` records it; computed on first use.
+    public private(set) lazy var contentCRC: UInt32 = DebugLink.crc32(UnsafeRawBufferPointer(bytes))
+
+    /// True when the file carries DWARF (`-g` build or a debug file).
+    public var hasDebugInfo: Bool { section(named: ".debug_info") != nil || section(named: ".zdebug_info") != nil }
 
     // MARK: Parsing helpers
 

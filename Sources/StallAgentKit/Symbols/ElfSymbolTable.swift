@@ -33,7 +33,10 @@ public struct ElfSymbolTable {
                   sh.sh_entsize > 0, let data = elf_getdata(scn, nil)
             else { continue }
             let fromSymtab = sh.sh_type == UInt32(SHT_SYMTAB)
-            for index in 0..<Int(sh.sh_size / sh.sh_entsize) {
+            // A corrupt sh_size must not make a billion-step loop: libelf's data is bounded
+            // by the file.
+            let count = min(sh.sh_size, UInt64(data.pointee.d_size)) / sh.sh_entsize
+            for index in 0..<Int(min(count, UInt64(Int32.max))) {
                 var sym = GElf_Sym()
                 // Undefined symbols (imports) have no address in this file.
                 guard gelf_getsym(data, Int32(index), &sym) != nil, sym.st_shndx != 0,
@@ -44,19 +47,22 @@ public struct ElfSymbolTable {
         }
     }
 
-    init(elf: OpaquePointer?) {
-        guard let elf else { return }
+    /// Merges the tables of several files with the same addresses: a module and its debug
+    /// file, or its MiniDebugInfo (which holds only what `.dynsym` lacks).
+    init(elfs: [OpaquePointer]) {
         var entries: [(UInt64, UInt64, String)] = []
         var sawSymtab = false
         // Both tables are read: .symtab has the statics, .dynsym may add names .symtab lost.
-        ElfSymbolTable.forEachSymbol(in: elf) { sym, name, fromSymtab in
-            if fromSymtab { sawSymtab = true }
-            let type = sym.st_info & 0x0f
-            // STT_FUNC and STT_GNU_IFUNC.
-            if (type == 2 || type == 10) && sym.st_value != 0 {
-                entries.append((sym.st_value, sym.st_size, String(cString: name)))
+        for elf in elfs {
+            ElfSymbolTable.forEachSymbol(in: elf) { sym, name, fromSymtab in
+                if fromSymtab { sawSymtab = true }
+                let type = sym.st_info & 0x0f
+                // STT_FUNC and STT_GNU_IFUNC.
+                if (type == 2 || type == 10) && sym.st_value != 0 {
+                    entries.append((sym.st_value, sym.st_size, String(cString: name)))
+                }
+                return true
             }
-            return true
         }
         hasSymtab = sawSymtab
         // Aliases share an address: keep one, preferring a sized, non-underscore name.

@@ -16,6 +16,8 @@ public struct SymbolizedFrame: Codable, Equatable, Sendable {
     public var approximate: Bool
     public var file: String?
     public var line: Int?
+    /// Functions inlined at this address, innermost first (from DWARF); empty without.
+    public var inlined: [InlinedFrame]
     public var isSignalFrame: Bool
 
     /// "debugCommand + 4420" / "libc.so.6 + 0x1234" / "0x7f…".
@@ -29,13 +31,14 @@ public struct SymbolizedFrame: Codable, Equatable, Sendable {
 
     enum CodingKeys: String, CodingKey {
         case index, address, stackPointer, module, modulePath, buildId, moduleOffset, function
-        case functionOffset, approximate, file, line, isSignalFrame
+        case functionOffset, approximate, file, line, inlined, isSignalFrame
     }
 
     public init(
         index: Int, address: UInt64, stackPointer: UInt64, module: String?, modulePath: String?,
         buildId: String?, moduleOffset: UInt64?, function: String?, functionOffset: UInt64?,
-        approximate: Bool, file: String? = nil, line: Int? = nil, isSignalFrame: Bool = false
+        approximate: Bool, file: String? = nil, line: Int? = nil, inlined: [InlinedFrame] = [],
+        isSignalFrame: Bool = false
     ) {
         self.index = index
         self.address = address
@@ -49,6 +52,7 @@ public struct SymbolizedFrame: Codable, Equatable, Sendable {
         self.approximate = approximate
         self.file = file
         self.line = line
+        self.inlined = inlined
         self.isSignalFrame = isSignalFrame
     }
 
@@ -68,6 +72,7 @@ public struct SymbolizedFrame: Codable, Equatable, Sendable {
         try c.encode(approximate, forKey: .approximate)
         try c.encodeIfPresent(file, forKey: .file)
         try c.encodeIfPresent(line, forKey: .line)
+        if !inlined.isEmpty { try c.encode(inlined, forKey: .inlined) }
         if isSignalFrame { try c.encode(true, forKey: .isSignalFrame) }
     }
 
@@ -89,7 +94,25 @@ public struct SymbolizedFrame: Codable, Equatable, Sendable {
         approximate = try c.decodeIfPresent(Bool.self, forKey: .approximate) ?? false
         file = try c.decodeIfPresent(String.self, forKey: .file)
         line = try c.decodeIfPresent(Int.self, forKey: .line)
+        inlined = try c.decodeIfPresent([InlinedFrame].self, forKey: .inlined) ?? []
         isSignalFrame = try c.decodeIfPresent(Bool.self, forKey: .isSignalFrame) ?? false
+    }
+
+    /// The address to look symbols up at: a return address points after its call, which may
+    /// be the first byte of the next function or line (same rule as `UnwoundFrame`).
+    public var lookupOffset: UInt64? {
+        guard let moduleOffset else { return nil }
+        return index == 0 || isSignalFrame || moduleOffset == 0 ? moduleOffset : moduleOffset - 1
+    }
+
+    /// Replaces names and source with `lookup`'s (the offset is from `lookupOffset`).
+    public mutating func apply(_ lookup: SymbolLookup) {
+        function = lookup.function
+        functionOffset = lookup.function == nil ? nil : lookup.offset + ((moduleOffset ?? 0) - (lookupOffset ?? 0))
+        approximate = lookup.function == nil ? false : lookup.approximate
+        file = lookup.file
+        line = lookup.line
+        inlined = lookup.inlined
     }
 
     public static func hex(_ value: UInt64) -> String { "0x" + String(value, radix: 16) }

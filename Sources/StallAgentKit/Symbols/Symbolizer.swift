@@ -3,43 +3,74 @@
 /// addresses again and again.
 public final class Symbolizer {
     public private(set) var modules: ProcessModules
-    private var cache: [UInt64: (name: String, offset: UInt64, approximate: Bool)?] = [:]
+    public let locator: DebugFileLocator
+    private let imageCache: ElfImageCache
+    private var cache: [UInt64: SymbolLookup] = [:]
+    private var moduleSymbols: [ObjectIdentifier: ModuleSymbols] = [:]
+    private lazy var perfMap = PerfMapFile(pid: modules.pid)
 
-    public init(modules: ProcessModules) { self.modules = modules }
+    /// `debugDirectories` are searched (on this machine) before the target's own
+    /// `/usr/lib/debug`, which is read through `/proc/PID/root`.
+    public init(modules: ProcessModules, debugDirectories: [String] = [], imageCache: ElfImageCache = .shared) {
+        self.modules = modules
+        self.imageCache = imageCache
+        locator = DebugFileLocator(root: "/proc/\(modules.pid)/root", extraDirectories: debugDirectories)
+    }
 
     public func update(modules: ProcessModules) {
         guard modules !== self.modules else { return }
         self.modules = modules
         cache = [:]
+        moduleSymbols = [:]
     }
 
     public func symbolize(_ stack: UnwoundStack) -> [SymbolizedFrame] {
         stack.frames.enumerated().map { index, frame in symbolize(frame, index: index) }
     }
 
+    /// The module's symbols with its debug companion, located on first use.
+    public func symbols(for module: LoadedModule) -> ModuleSymbols? {
+        guard let image = module.image else { return nil }
+        if let known = moduleSymbols[ObjectIdentifier(module)] { return known }
+        let path = module.path.hasSuffix(" (deleted)") ? String(module.path.dropLast(10)) : module.path
+        let symbols = locator.symbols(for: image, modulePath: path, cache: imageCache)
+        moduleSymbols[ObjectIdentifier(module)] = symbols
+        return symbols
+    }
+
+    /// Code with no file (a JIT's) is named from the process's perf map, only inside anonymous
+    /// executable mappings so a stale map cannot rename anything else. Not cached: a JIT
+    /// reuses addresses.
+    func jitSymbol(_ address: UInt64) -> PerfMap.Entry? {
+        guard let mapping = modules.mapping(containing: address), mapping.executable, !mapping.isFileBacked
+        else { return nil }
+        return perfMap.current()?.lookup(address)
+    }
+
     public func symbolize(_ frame: UnwoundFrame, index: Int) -> SymbolizedFrame {
         let lookup = frame.lookupAddress(isInnermost: index == 0)
         guard let module = modules.module(containing: lookup) else {
+            let jit = jitSymbol(lookup)
             return SymbolizedFrame(
                 index: index, address: frame.address, stackPointer: frame.stackPointer, module: nil,
-                modulePath: nil, buildId: nil, moduleOffset: nil, function: nil, functionOffset: nil,
-                approximate: false, isSignalFrame: frame.isSignalFrame)
+                modulePath: nil, buildId: nil, moduleOffset: nil, function: jit?.name,
+                functionOffset: jit.map { frame.address - $0.start }, approximate: false,
+                isSignalFrame: frame.isSignalFrame)
         }
-        let symbol: (name: String, offset: UInt64, approximate: Bool)?
+        var result = SymbolizedFrame(
+            index: index, address: frame.address, stackPointer: frame.stackPointer, module: module.name,
+            modulePath: module.path, buildId: module.image?.buildID,
+            moduleOffset: module.moduleOffset(of: frame.address), function: nil, functionOffset: nil,
+            approximate: false, isSignalFrame: frame.isSignalFrame)
+        let symbol: SymbolLookup?
         if let cached = cache[lookup] {
             symbol = cached
         } else {
-            symbol = module.image?.symbol(forVirtualAddress: module.moduleOffset(of: lookup)).map {
-                (Demangler.demangle($0.name), $0.offset + (frame.address - lookup), $0.approximate)
-            }
+            symbol = symbols(for: module)?.lookup(module.moduleOffset(of: lookup))
             if cache.count > 100_000 { cache.removeAll(keepingCapacity: true) }
             cache[lookup] = symbol
         }
-        return SymbolizedFrame(
-            index: index, address: frame.address, stackPointer: frame.stackPointer, module: module.name,
-            modulePath: module.path, buildId: module.image?.buildID,
-            moduleOffset: module.moduleOffset(of: frame.address), function: symbol?.name,
-            functionOffset: symbol?.offset, approximate: symbol?.approximate ?? false,
-            isSignalFrame: frame.isSignalFrame)
+        if let symbol { result.apply(symbol) }
+        return result
     }
 }

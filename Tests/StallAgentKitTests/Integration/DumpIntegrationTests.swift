@@ -45,7 +45,13 @@ import Glibc
     @Test func deepRecursionIsUnwoundCompletely() throws {
         let fixture = try FixtureProcess(["deep", "120"])
         let inspector = try ProcessInspector(pid: fixture.pid)
-        let dump = try inspector.dump(tid: fixture.pid)
+        // The fixture prints "ready" just before it recurses: a dump in that instant finds the
+        // tail of write(2). Wait until it is on CPU in the recursion.
+        var dump = try inspector.dump(tid: fixture.pid)
+        for _ in 0..<50 where dump.frames.first?.function != "deep_leaf_spin" {
+            usleep(10_000)
+            dump = try inspector.dump(tid: fixture.pid)
+        }
         let names = functions(dump)
         #expect(names.first == "deep_leaf_spin")
         #expect(names.filter { $0 == "recurse_deep" }.count >= 120)

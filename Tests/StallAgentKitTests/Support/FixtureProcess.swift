@@ -32,11 +32,14 @@ final class FixtureProcess {
         FixtureProcess.executableURL.deletingLastPathComponent().appendingPathComponent("stallagent")
     }
 
-    init(_ arguments: [String], waitForReady: Bool = true, timeout: Double = 10) throws {
+    init(
+        _ arguments: [String], executable: URL = FixtureProcess.executableURL, waitForReady: Bool = true,
+        timeout: Double = 10
+    ) throws {
         outputURL = FileManager.default.temporaryDirectory
             .appendingPathComponent("fixture-\(UUID().uuidString).out")
         FileManager.default.createFile(atPath: outputURL.path, contents: nil)
-        process.executableURL = FixtureProcess.executableURL
+        process.executableURL = executable
         process.arguments = arguments
         process.standardOutput = try FileHandle(forWritingTo: outputURL)
         process.standardError = FileHandle.nullDevice

@@ -32,7 +32,7 @@ public struct AgentConfiguration: Sendable {
     static let topLevelKeys: Set<String> = [
         "report-dir", "state-dir", "threshold", "launch-threshold", "probe-interval", "sample-interval",
         "kill-after", "idle-syscalls", "idle-frames", "max-stack", "min-report-interval", "metrics-file",
-        "metrics-listen", "metrics-interval", "retention", "retry-interval", "targets", "quiet",
+        "metrics-listen", "metrics-interval", "retention", "retry-interval", "targets", "quiet", "debug-dirs",
     ]
     static let targetKeys: Set<String> = [
         "pid", "pidfile", "unit", "name", "threshold", "launch-threshold", "kill-after", "idle-syscalls",
@@ -110,6 +110,7 @@ public struct AgentConfiguration: Sendable {
             case "kill-after": configuration.monitor.killAfter = try duration(value, key, minimum: 0.01)
             case "idle-syscalls": configuration.monitor.extraIdleSyscalls = try syscalls(value, key)
             case "idle-frames": configuration.monitor.idleFramePatterns = try list(value, key).map(\.0)
+            case "debug-dirs": configuration.monitor.debugDirectories = try list(value, key).map(\.0)
             case "max-stack":
                 let text = try string(value, key)
                 guard let bytes = ByteSizeParser.parse(text), bytes >= 4096, bytes <= 64 << 20 else {

@@ -1,0 +1,6 @@
+#ifndef CLIBDW_SHIM_H
+#define CLIBDW_SHIM_H
+// libdw (elfutils) reads DWARF from the same libelf handles CLibelf opens.
+#include <dwarf.h>
+#include <elfutils/libdw.h>
+#endif

@@ -1,0 +1,79 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Finds the separate debug file of a module the way gdb and elfutils do: by build-id under
+/// `.build-id/xx/rest.debug`, then by `.gnu_debuglink` name beside the module, in its
+/// `.debug/` directory and under each debug directory. A candidate is accepted only when its
+/// build-id equals the module's and, when found through the debuglink, its CRC-32 matches:
+/// a stale debug file would give confident wrong names, which is worse than none.
+public struct DebugFileLocator: Hashable, Sendable {
+    /// Prefix for paths in the target's file namespace ("/proc/PID/root"; "" for this machine).
+    public var root: String
+    /// Read under `root`: the target's own debug files (a container ships its own).
+    public var systemDirectories: [String]
+    /// Read on this machine (`--debug-dir`), before the system ones.
+    public var extraDirectories: [String]
+
+    public init(root: String = "", systemDirectories: [String] = ["/usr/lib/debug"], extraDirectories: [String] = []) {
+        self.root = root
+        self.systemDirectories = systemDirectories
+        self.extraDirectories = extraDirectories
+    }
+
+    /// The directories to search, as paths readable by this process.
+    var directories: [String] { extraDirectories + systemDirectories.map { root + $0 } }
+
+    /// The symbols of `image` (mapped from `modulePath` in the target's namespace), with the
+    /// best debug companion available; built once per pair of files.
+    public func symbols(for image: ElfImage, modulePath: String, cache: ElfImageCache) -> ModuleSymbols {
+        let debug = debugImage(for: image, modulePath: modulePath, cache: cache)
+        let key = debug.map(ObjectIdentifier.init)
+        return image.companions.withLock { table in
+            if let existing = table[key] { return existing }
+            let symbols = ModuleSymbols(image: image, debugImage: debug)
+            table[key] = symbols
+            return symbols
+        }
+    }
+
+    public func debugImage(for image: ElfImage, modulePath: String, cache: ElfImageCache) -> ElfImage? {
+        if let buildID = image.buildID {
+            for path in buildIDCandidates(buildID) {
+                if let candidate = cache.image(atPath: path, displayPath: path), candidate !== image,
+                   candidate.buildID == buildID
+                {
+                    return candidate
+                }
+            }
+        }
+        guard let linkBytes = image.section(named: ".gnu_debuglink"), let link = DebugLink.parse(linkBytes) else {
+            return nil
+        }
+        for path in debugLinkCandidates(link.fileName, modulePath: modulePath) {
+            guard let candidate = cache.image(atPath: path, displayPath: path), candidate !== image else { continue }
+            if let buildID = image.buildID, candidate.buildID != nil, candidate.buildID != buildID { continue }
+            if candidate.contentCRC == link.crc { return candidate }
+        }
+        return nil
+    }
+
+    func buildIDCandidates(_ buildID: String) -> [String] {
+        guard buildID.count > 2, buildID.allSatisfy(\.isHexDigit) else { return [] }
+        let relative = "/.build-id/\(buildID.prefix(2))/\(buildID.dropFirst(2)).debug"
+        return directories.map { $0 + relative }
+    }
+
+    func debugLinkCandidates(_ name: String, modulePath: String) -> [String] {
+        let directory = modulePath.hasPrefix("/") ? String(modulePath[..<modulePath.lastIndex(of: "/")!]) : ""
+        var paths = [
+            root + directory + "/" + name,
+            root + directory + "/.debug/" + name,
+        ]
+        for base in directories {
+            paths.append(base + directory + "/" + name)
+            paths.append(base + "/" + name)
+        }
+        return paths
+    }
+}

@@ -1,0 +1,76 @@
+import Synchronization
+
+/// Everything known about the names in one module: its own symbol tables, its debug file's
+/// (or, failing that, its MiniDebugInfo's) `.symtab`, and DWARF for lines and inlines. Each
+/// part is read on first use and kept, so a module costs nothing until a frame lands in it.
+public final class ModuleSymbols: @unchecked Sendable {
+    public let image: ElfImage
+    public let debugImage: ElfImage?
+    private struct Loaded {
+        var table: ElfSymbolTable?
+        var miniDebugInfo: ElfImage??
+        var dwarf: DwarfSourceInfo??
+    }
+    private let state = Mutex(Loaded())
+
+    init(image: ElfImage, debugImage: ElfImage?) {
+        self.image = image
+        self.debugImage = debugImage
+    }
+
+    /// True when names come from a full symbol table (the module's, its debug file's or its
+    /// MiniDebugInfo's) rather than `.dynsym` alone.
+    public var hasFullSymbols: Bool { state.withLock { table(&$0).hasSymtab } }
+
+    /// Where the source lines come from, for tests and `--verbose` output.
+    public var hasSourceLines: Bool { state.withLock { dwarf(&$0) != nil } }
+
+    public func lookup(_ vaddr: UInt64) -> SymbolLookup {
+        state.withLock { loaded in
+            let match = table(&loaded).lookup(vaddr)
+            var result = SymbolLookup(
+                function: match.map { Demangler.demangle($0.name) }, offset: match?.offset ?? 0,
+                approximate: match?.approximate ?? false)
+            if let source = dwarf(&loaded)?.locate(vaddr) {
+                result.file = source.file
+                result.line = source.line
+                result.inlined = source.inlined
+                if result.function == nil, let name = source.function {
+                    // Stripped of symbols but not of DWARF: the subprogram names the frame.
+                    result.function = name
+                    result.offset = vaddr &- (source.functionStart ?? vaddr)
+                    result.approximate = source.functionStart == nil
+                }
+            }
+            return result
+        }
+    }
+
+    private func table(_ loaded: inout Loaded) -> ElfSymbolTable {
+        if let table = loaded.table { return table }
+        var elfs: [OpaquePointer] = []
+        if let elf = image.elf { elfs.append(elf) }
+        if let debug = debugImage?.elf {
+            elfs.append(debug)
+        } else if image.section(named: ".symtab") == nil, let mini = miniDebugInfo(&loaded)?.elf {
+            elfs.append(mini)
+        }
+        let table = ElfSymbolTable(elfs: elfs)
+        loaded.table = table
+        return table
+    }
+
+    private func miniDebugInfo(_ loaded: inout Loaded) -> ElfImage? {
+        if let cached = loaded.miniDebugInfo { return cached }
+        let mini = MiniDebugInfo.image(embeddedIn: image)
+        loaded.miniDebugInfo = .some(mini)
+        return mini
+    }
+
+    private func dwarf(_ loaded: inout Loaded) -> DwarfSourceInfo? {
+        if let cached = loaded.dwarf { return cached }
+        let source = [debugImage, image].compactMap { $0 }.first(where: \.hasDebugInfo).flatMap(DwarfSourceInfo.init)
+        loaded.dwarf = .some(source)
+        return source
+    }
+}

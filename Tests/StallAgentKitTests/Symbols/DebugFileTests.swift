@@ -1,0 +1,141 @@
+import Foundation
+import Testing
+
+@testable import StallAgentKit
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Real stripped binaries with split debug info: the live stack of each variant must name the
+/// same functions and lines as the `-g` build, or honestly fall back to module + offset.
+@Suite(.serialized) struct DebugFileTests {
+    static let fixture = Result { try NativeFixture.c("debuginfo.c", name: "debuginfo") }
+
+    struct Frame: Equatable, CustomStringConvertible {
+        var function: String?
+        var file: String?
+        var line: Int?
+        var inlined: [String]
+        var approximate: Bool
+        var description: String {
+            "\(function ?? "?") \(file.map { ($0 as NSString).lastPathComponent } ?? "-"):\(line ?? 0) "
+                + "inlined=\(inlined) approx=\(approximate)"
+        }
+    }
+
+    /// The frames in the fixture's own module, captured live from a process blocked in read().
+    func moduleFrames(_ executable: URL, debugDirectories: [String] = []) throws -> [SymbolizedFrame] {
+        let process = try FixtureProcess([], executable: executable)
+        defer { process.stop() }
+        // Until it is inside read(), the stack is not the one to compare.
+        let deadline = Date().addingTimeInterval(5)
+        while Date() < deadline {
+            let wchan = (try? String(contentsOfFile: "/proc/\(process.pid)/wchan", encoding: .utf8)) ?? ""
+            if wchan.contains("pipe_read") || wchan.contains("pipe") { break }
+            usleep(10_000)
+        }
+        let inspector = try ProcessInspector(pid: process.pid, debugDirectories: debugDirectories)
+        let dump = try inspector.dump(tid: process.pid)
+        let frames = dump.frames.filter { $0.modulePath == executable.path }
+        try #require(!frames.isEmpty, "no frame in \(executable.lastPathComponent): \(dump.frames.map(\.displayName))")
+        return frames
+    }
+
+    func summary(_ frames: [SymbolizedFrame]) -> [Frame] {
+        frames.map {
+            Frame(
+                function: $0.function, file: $0.file.map { ($0 as NSString).lastPathComponent }, line: $0.line,
+                inlined: $0.inlined.map { "\($0.function ?? "?")@\($0.line ?? 0)" }, approximate: $0.approximate)
+        }
+    }
+
+    @Test func unstrippedBuildHasNamesLinesAndInlines() throws {
+        let fixture = try Self.fixture.get()
+        let readLine = try NativeFixture.line(of: "LINE_READ", in: "debuginfo.c")
+        let callLine = try NativeFixture.line(of: "LINE_CALL", in: "debuginfo.c")
+        let frames = try moduleFrames(fixture.unstripped)
+        let worker = try #require(frames.first { $0.function == "process_requests" }, "\(summary(frames))")
+        #expect(worker.approximate == false)
+        #expect(worker.file?.hasSuffix("debuginfo.c") == true)
+        #expect(worker.line == callLine)
+        #expect(worker.inlined.map(\.function) == ["wait_for_input"])
+        #expect(worker.inlined.first?.line == readLine)
+        #expect(worker.inlined.first?.file?.hasSuffix("debuginfo.c") == true)
+        #expect(frames.contains { $0.function == "main" && $0.line != nil })
+    }
+
+    @Test func strippedWithDebugFileByBuildIDMatchesUnstripped() throws {
+        let fixture = try Self.fixture.get()
+        let expected = summary(try moduleFrames(fixture.unstripped))
+        let actual = summary(try moduleFrames(fixture.strippedByBuildID, debugDirectories: [fixture.debugDirectory.path]))
+        #expect(actual == expected)
+    }
+
+    @Test func strippedWithDebugLinkMatchesUnstripped() throws {
+        let fixture = try Self.fixture.get()
+        let expected = summary(try moduleFrames(fixture.unstripped))
+        let actual = summary(try moduleFrames(fixture.strippedByDebugLink))
+        #expect(actual == expected)
+    }
+
+    @Test func strippedWithoutDebugFileFallsBackToModuleOffset() throws {
+        let fixture = try Self.fixture.get()
+        let frames = try moduleFrames(fixture.strippedBare)
+        #expect(!frames.contains { $0.function == "process_requests" && !$0.approximate })
+        #expect(frames.allSatisfy { $0.file == nil && $0.inlined.isEmpty })
+        #expect(frames.allSatisfy { $0.buildId == fixture.buildID && $0.moduleOffset != nil })
+    }
+
+    @Test func debugFileWithAnotherBuildIDIsRejected() throws {
+        let fixture = try Self.fixture.get()
+        // Another build of the same program (different build-id) placed under this build's id.
+        let other = try NativeFixture.c("debuginfo.c", name: "other", flags: ["-g", "-O1", "-DOTHER_BUILD=1", "-fno-inline"])
+        defer { other.remove() }
+        let directory = fixture.directory.appendingPathComponent("wrong-debug")
+        let slot = directory.appendingPathComponent(".build-id/\(fixture.buildID.prefix(2))")
+        try FileManager.default.createDirectory(at: slot, withIntermediateDirectories: true)
+        try? FileManager.default.copyItem(
+            at: other.debugFile, to: slot.appendingPathComponent("\(fixture.buildID.dropFirst(2)).debug"))
+        let image = try ElfImage(path: fixture.strippedByBuildID.path)
+        let locator = DebugFileLocator(systemDirectories: [], extraDirectories: [directory.path])
+        #expect(locator.debugImage(for: image, modulePath: fixture.strippedByBuildID.path, cache: ElfImageCache()) == nil)
+        // And the right one is found by the same locator in the right directory.
+        let good = DebugFileLocator(systemDirectories: [], extraDirectories: [fixture.debugDirectory.path])
+        #expect(good.debugImage(for: image, modulePath: fixture.strippedByBuildID.path, cache: ElfImageCache()) != nil)
+    }
+
+    @Test func debugLinkWithWrongCRCIsRejected() throws {
+        let fixture = try Self.fixture.get()
+        let directory = fixture.directory.appendingPathComponent("crc")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let binary = directory.appendingPathComponent("debuginfo-link")
+        try FileManager.default.copyItem(at: fixture.strippedByDebugLink, to: binary)
+        // Same name, same build-id, different bytes: a debug file rebuilt with other flags.
+        var bytes = try Data(contentsOf: fixture.debugFile)
+        bytes.append(contentsOf: [0, 0, 0, 0])
+        try bytes.write(to: directory.appendingPathComponent("debuginfo.debug"))
+        let image = try ElfImage(path: binary.path)
+        let locator = DebugFileLocator(systemDirectories: [])
+        #expect(locator.debugImage(for: image, modulePath: binary.path, cache: ElfImageCache()) == nil)
+        try FileManager.default.removeItem(at: directory.appendingPathComponent("debuginfo.debug"))
+        try FileManager.default.copyItem(at: fixture.debugFile, to: directory.appendingPathComponent("debuginfo.debug"))
+        #expect(locator.debugImage(for: image, modulePath: binary.path, cache: ElfImageCache()) != nil)
+    }
+
+    /// Debian's libc has only .dynsym; libc6-dbg adds a build-id debug file (scripts/setup).
+    @Test func libcNamesComeFromItsDebugFile() throws {
+        let libc = "/usr/lib/x86_64-linux-gnu/libc.so.6"
+        let image = try ElfImage(path: libc)
+        let buildID = try #require(image.buildID)
+        let debugPath = "/usr/lib/debug/.build-id/\(buildID.prefix(2))/\(buildID.dropFirst(2)).debug"
+        guard FileManager.default.fileExists(atPath: debugPath) else { return }
+        let symbols = DebugFileLocator().symbols(for: image, modulePath: libc, cache: ElfImageCache())
+        #expect(symbols.debugImage != nil)
+        #expect(symbols.hasFullSymbols)
+        let read = try #require(image.address(ofSymbol: "read"))
+        let lookup = symbols.lookup(read + 4)
+        #expect(lookup.approximate == false)
+        #expect(lookup.file != nil && lookup.line != nil)
+    }
+}
