@@ -95,19 +95,26 @@ pid_t sa_reap_one(int *status, int *signaled) {
   return info.si_pid;
 }
 
+/* Fills an AF_UNIX address for `path` ('@' prefix: abstract namespace, no trailing NUL
+ * counted); returns its length, or 0 when the path is empty or too long. */
+static socklen_t unix_address(const char *path, struct sockaddr_un *address) {
+  memset(address, 0, sizeof *address);
+  address->sun_family = AF_UNIX;
+  size_t path_length = strlen(path);
+  if (path_length == 0 || path_length >= sizeof address->sun_path) return 0;
+  memcpy(address->sun_path, path, path_length);
+  socklen_t length = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + path_length);
+  if (path[0] == '@') {
+    address->sun_path[0] = '\0';
+    return length;
+  }
+  return length + 1;
+}
+
 int sa_send_unix_datagram(int fd, const char *path, const void *payload, size_t length, int pass_fd) {
   struct sockaddr_un address;
-  memset(&address, 0, sizeof address);
-  address.sun_family = AF_UNIX;
-  size_t path_length = strlen(path);
-  if (path_length == 0 || path_length >= sizeof address.sun_path) return ENAMETOOLONG;
-  memcpy(address.sun_path, path, path_length);
-  socklen_t address_length = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + path_length);
-  if (path[0] == '@') {
-    address.sun_path[0] = '\0';  // abstract namespace: no trailing NUL counted
-  } else {
-    address_length += 1;
-  }
+  socklen_t address_length = unix_address(path, &address);
+  if (address_length == 0) return ENAMETOOLONG;
   struct iovec iov = {.iov_base = (void *)payload, .iov_len = length};
   struct msghdr message;
   memset(&message, 0, sizeof message);
@@ -163,19 +170,10 @@ int sa_sealed_memfd(const char *name, const void *bytes, size_t length) {
 
 int sa_bind_unix_datagram(const char *path) {
   struct sockaddr_un address;
-  memset(&address, 0, sizeof address);
-  address.sun_family = AF_UNIX;
-  size_t path_length = strlen(path);
-  if (path_length == 0 || path_length >= sizeof address.sun_path) {
+  socklen_t address_length = unix_address(path, &address);
+  if (address_length == 0) {
     errno = ENAMETOOLONG;
     return -1;
-  }
-  memcpy(address.sun_path, path, path_length);
-  socklen_t address_length = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + path_length);
-  if (path[0] == '@') {
-    address.sun_path[0] = '\0';
-  } else {
-    address_length += 1;
   }
   int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return -1;

@@ -54,10 +54,7 @@ struct Run: ParsableCommand {
             options.monitor = try watch.monitorOptions(defaultLaunchThreshold: .infinity)
             options.onStall = RunOptions.OnStall(rawValue: onStall) ?? .report
             options.timeout = try timeout.map {
-                guard let value = DurationParser.parse($0), value > 0 else {
-                    throw ValidationError("--timeout: '\($0)' is not a duration (examples: 10m, 90s)")
-                }
-                return value
+                try durationOption($0, "timeout", minimum: .leastNonzeroMagnitude, examples: "10m, 90s")
             }
             options.follow = follow
             if loopProbe {

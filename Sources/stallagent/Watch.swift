@@ -41,23 +41,17 @@ struct WatchOptions: ParsableArguments {
     var debugDirectories: [String] = []
 
     func monitorOptions(defaultLaunchThreshold: Double = 10) throws -> MonitorOptions {
-        func parse(_ text: String, _ name: String, minimum: Double = 0) throws -> Double {
-            guard let value = DurationParser.parse(text), value >= minimum else {
-                throw ValidationError("--\(name): '\(text)' is not a duration (examples: 1.5s, 250ms, 2m)")
-            }
-            return value
-        }
         var options = MonitorOptions()
-        options.threshold = try parse(threshold, "threshold", minimum: 0.01)
+        options.threshold = try durationOption(threshold, "threshold", minimum: 0.01)
         if let launchThreshold, launchThreshold.lowercased() != "off" {
-            options.launchThreshold = try parse(launchThreshold, "launch-threshold", minimum: 0.01)
+            options.launchThreshold = try durationOption(launchThreshold, "launch-threshold", minimum: 0.01)
         } else {
             options.launchThreshold = launchThreshold == nil ? defaultLaunchThreshold : .infinity
         }
-        options.probeInterval = try parse(probeInterval, "probe-interval", minimum: 0.001)
-        options.sampleInterval = try parse(sampleInterval, "sample-interval", minimum: 0.001)
-        options.duration = try duration.map { try parse($0, "duration", minimum: 0.01) }
-        options.killAfter = try killAfter.map { try parse($0, "kill-after", minimum: 0.01) }
+        options.probeInterval = try durationOption(probeInterval, "probe-interval", minimum: 0.001)
+        options.sampleInterval = try durationOption(sampleInterval, "sample-interval", minimum: 0.001)
+        options.duration = try duration.map { try durationOption($0, "duration", minimum: 0.01) }
+        options.killAfter = try killAfter.map { try durationOption($0, "kill-after", minimum: 0.01) }
         for name in idleSyscalls {
             guard let number = ProcSyscallInfo.number(ofSyscall: name) ?? Int(name) else {
                 throw ValidationError("--idle-syscall: unknown system call '\(name)'")
@@ -175,13 +169,7 @@ struct Watch: ParsableCommand {
         if watch.reportDir == nil, let state = environment["STATE_DIRECTORY"] {
             configuration.monitor.reportDirectory = state + "/reports"
         }
-        func duration(_ text: String, _ option: String, minimum: Double = 0) throws -> Double {
-            guard let value = DurationParser.parse(text), value >= minimum else {
-                throw ValidationError("--\(option): '\(text)' is not a duration (examples: 1.5s, 250ms, 2m, 30d)")
-            }
-            return value
-        }
-        if let minReportInterval { configuration.monitor.minimumReportInterval = try duration(minReportInterval, "min-report-interval") }
+        if let minReportInterval { configuration.monitor.minimumReportInterval = try durationOption(minReportInterval, "min-report-interval") }
         let selector: TargetSpec.Selector
         if let pid {
             selector = .pid(pid)
@@ -195,7 +183,7 @@ struct Watch: ParsableCommand {
         configuration.stateDirectory = stateDir ?? environment["STATE_DIRECTORY"]
         configuration.metricsFile = metricsFile
         configuration.metricsListen = metricsListen
-        configuration.metricsInterval = try duration(metricsInterval, "metrics-interval", minimum: 0.1)
+        configuration.metricsInterval = try durationOption(metricsInterval, "metrics-interval", minimum: 0.1)
         if let maxReports {
             guard maxReports > 0 else { throw ValidationError("--max-reports must be at least 1") }
             configuration.retention.maxReports = maxReports
@@ -206,8 +194,8 @@ struct Watch: ParsableCommand {
             }
             configuration.retention.maxBytes = bytes
         }
-        configuration.retryInterval = try duration(retryInterval, "retry-interval", minimum: 0.05)
-        if let maxReportAge { configuration.retention.maxAge = try duration(maxReportAge, "max-report-age", minimum: 1) }
+        configuration.retryInterval = try durationOption(retryInterval, "retry-interval", minimum: 0.05)
+        if let maxReportAge { configuration.retention.maxAge = try durationOption(maxReportAge, "max-report-age", minimum: 1) }
         return configuration
     }
 }

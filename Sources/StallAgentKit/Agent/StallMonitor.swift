@@ -236,11 +236,7 @@ public final class StallMonitor {
     public func end() -> MonitorSummary {
         inspector.capturer.reapPending(final: true)
         summary.watchedSeconds = MonotonicTime.seconds() - startTime
-        var usage = rusage()
-        getrusage(RUSAGE_SELF.rawValue, &usage)
-        summary.agentCPUSeconds = Double(usage.ru_utime.tv_sec) + Double(usage.ru_utime.tv_usec) / 1e6
-            + Double(usage.ru_stime.tv_sec) + Double(usage.ru_stime.tv_usec) / 1e6
-        summary.peakResidentBytes = usage.ru_maxrss * 1024
+        (summary.agentCPUSeconds, summary.peakResidentBytes) = AgentResourceUsage.cpuAndPeak()
         return summary
     }
 

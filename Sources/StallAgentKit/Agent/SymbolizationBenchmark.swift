@@ -13,14 +13,6 @@ public struct SymbolizationBenchmark {
 
     public init() {}
 
-    static func residentBytes() -> Int {
-        guard let text = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
-              let line = text.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") }),
-              let kb = Int(line.split(separator: " ").dropFirst().first ?? "")
-        else { return 0 }
-        return kb * 1024
-    }
-
     /// The loaded copy of a library whose file name contains `name`, from this process's maps.
     static func loadedPath(containing name: String) -> String? {
         guard let maps = try? String(contentsOfFile: "/proc/self/maps", encoding: .utf8) else { return nil }
@@ -58,7 +50,7 @@ public struct SymbolizationBenchmark {
 
     func measure(_ path: String) {
         let cache = ElfImageCache()
-        let rssBefore = Self.residentBytes()
+        let rssBefore = AgentResourceUsage.residentBytes()
         let t0 = DispatchTime.now().uptimeNanoseconds
         guard let image = cache.image(atPath: path, displayPath: path) else { return log("  \(path): unreadable") }
         let symbols = DebugFileLocator().symbols(for: image, modulePath: path, cache: cache)
@@ -79,7 +71,7 @@ public struct SymbolizationBenchmark {
             if lookup.function != nil { named += 1 }
             if lookup.line != nil { withLines += 1 }
         }
-        let rssDelta = Self.residentBytes() - rssBefore
+        let rssDelta = AgentResourceUsage.residentBytes() - rssBefore
         let p = Percentiles(warm)
         let size = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0
         let debug = symbols.debugImage != nil ? "+debug file" : (symbols.hasSourceLines ? "+DWARF" : "symtab only")

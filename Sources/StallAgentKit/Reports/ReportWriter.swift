@@ -61,7 +61,7 @@ public final class ReportWriter: Sendable {
 
         var staged: [String] = []
         do {
-            for file in files { staged.append(try stage(file.bytes, for: file.path)) }
+            for file in files { staged.append(try AtomicFile.stage(file.bytes, nextTo: file.path)) }
             for (temp, file) in zip(staged, files) where rename(temp, file.path) != 0 {
                 throw StallAgentError.system(operation: "rename \(temp) to \(file.path)", errno: errno)
             }
@@ -77,41 +77,6 @@ public final class ReportWriter: Sendable {
         }
         syncDirectory()
         return paths
-    }
-
-    /// Writes `bytes` to a new temporary file next to `path` and syncs it; returns its name.
-    /// O_EXCL | O_NOFOLLOW: never write through a name someone else prepared.
-    private func stage(_ bytes: Data, for path: String) throws -> String {
-        let name = (path as NSString).lastPathComponent
-        var temp = ""
-        var fd: Int32 = -1
-        for _ in 0..<8 {
-            temp = directory + "/." + name + ".tmp-\(String(UInt64.random(in: 0...UInt64.max), radix: 16))"
-            fd = open(temp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o644)
-            if fd >= 0 || errno != EEXIST { break }
-        }
-        guard fd >= 0 else { throw StallAgentError.system(operation: "create \(temp)", errno: errno) }
-        var failure: StallAgentError?
-        bytes.withUnsafeBytes { raw in
-            var offset = 0
-            while offset < raw.count {
-                let n = Glibc.write(fd, raw.baseAddress! + offset, raw.count - offset)
-                if n < 0 {
-                    if errno == EINTR { continue }
-                    failure = .system(operation: "write \(path)", errno: errno)
-                    return
-                }
-                offset += n
-            }
-        }
-        if failure == nil, fsync(fd) != 0 { failure = .system(operation: "fsync \(path)", errno: errno) }
-        // close can report a deferred write error (NFS, quotas): the file is not known good.
-        if close(fd) != 0, failure == nil { failure = .system(operation: "close \(path)", errno: errno) }
-        if let failure {
-            unlink(temp)
-            throw failure
-        }
-        return temp
     }
 
     /// Makes the renames durable; a failure here loses nothing already visible, so it is ignored.

@@ -59,12 +59,7 @@ final class DwarfSourceInfo {
     }
 
     private func unit(containing address: UInt64) -> Dwarf_Die? {
-        var low = 0
-        var high = units.count
-        while low < high {
-            let mid = (low + high) / 2
-            if units[mid].start <= address { low = mid + 1 } else { high = mid }
-        }
+        let low = units.countStarting(atOrBelow: address) { $0.start }
         // Ranges of different units may nest in odd producers; look back a little.
         var index = low - 1
         while index >= 0 && index >= low - 8 {

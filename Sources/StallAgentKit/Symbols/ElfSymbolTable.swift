@@ -84,12 +84,7 @@ public struct ElfSymbolTable {
     }
 
     public func lookup(_ address: UInt64) -> Match? {
-        var low = 0
-        var high = starts.count
-        while low < high {
-            let mid = (low + high) / 2
-            if starts[mid] <= address { low = mid + 1 } else { high = mid }
-        }
+        let low = starts.countStarting(atOrBelow: address) { $0 }
         guard low > 0 else { return nil }
         let index = low - 1
         let offset = address - starts[index]

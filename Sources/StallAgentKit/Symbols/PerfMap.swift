@@ -48,12 +48,7 @@ public struct PerfMap: Sendable {
     }
 
     public func lookup(_ address: UInt64) -> Entry? {
-        var low = 0
-        var high = entries.count
-        while low < high {
-            let mid = (low + high) / 2
-            if entries[mid].start <= address { low = mid + 1 } else { high = mid }
-        }
+        let low = entries.countStarting(atOrBelow: address) { $0.start }
         // An earlier, longer entry may still cover the address past a shorter neighbour.
         var index = low - 1
         while index >= 0 && index >= low - 16 {

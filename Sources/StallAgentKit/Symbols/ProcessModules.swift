@@ -75,12 +75,7 @@ public final class ProcessModules {
 
     /// The module whose mappings contain `address`: a binary search over every mapping.
     public func module(containing address: UInt64) -> LoadedModule? {
-        var low = 0
-        var high = ranges.count
-        while low < high {
-            let mid = (low + high) / 2
-            if ranges[mid].start <= address { low = mid + 1 } else { high = mid }
-        }
+        let low = ranges.countStarting(atOrBelow: address) { $0.start }
         guard low > 0 else { return nil }
         let range = ranges[low - 1]
         return address < range.end ? modules[range.module] : nil
@@ -89,12 +84,7 @@ public final class ProcessModules {
     /// Binary search (maps are sorted by address): this runs while a captured thread is
     /// stopped, to bound its stack copy.
     public func mapping(containing address: UInt64) -> MemoryMapEntry? {
-        var low = 0
-        var high = maps.count
-        while low < high {
-            let mid = (low + high) / 2
-            if maps[mid].start <= address { low = mid + 1 } else { high = mid }
-        }
+        let low = maps.countStarting(atOrBelow: address) { $0.start }
         return low > 0 && maps[low - 1].contains(address) ? maps[low - 1] : nil
     }
 

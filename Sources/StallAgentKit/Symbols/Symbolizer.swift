@@ -8,6 +8,10 @@ public final class Symbolizer {
     private var cache: [UInt64: SymbolLookup] = [:]
     private var moduleSymbols: [ObjectIdentifier: ModuleSymbols] = [:]
     private lazy var perfMap = PerfMapFile(pid: modules.pid)
+    /// The perf map as checked for the stack being symbolized: one stat per stack, not one
+    /// per JIT frame, in the sampling loop.
+    private var perfMapForStack: PerfMap??
+    private var symbolizingStack = false
 
     /// `debugDirectories` are searched (on this machine) before the target's own
     /// `/usr/lib/debug`, which is read through `/proc/PID/root`.
@@ -25,7 +29,12 @@ public final class Symbolizer {
     }
 
     public func symbolize(_ stack: UnwoundStack) -> [SymbolizedFrame] {
-        stack.frames.enumerated().map { index, frame in symbolize(frame, index: index) }
+        symbolizingStack = true
+        defer {
+            symbolizingStack = false
+            perfMapForStack = nil
+        }
+        return stack.frames.enumerated().map { index, frame in symbolize(frame, index: index) }
     }
 
     /// The module's symbols with its debug companion, located on first use.
@@ -44,7 +53,9 @@ public final class Symbolizer {
     func jitSymbol(_ address: UInt64) -> PerfMap.Entry? {
         guard let mapping = modules.mapping(containing: address), mapping.executable, !mapping.isFileBacked
         else { return nil }
-        return perfMap.current()?.lookup(address)
+        guard symbolizingStack else { return perfMap.current()?.lookup(address) }
+        if perfMapForStack == nil { perfMapForStack = .some(perfMap.current()) }
+        return perfMapForStack??.lookup(address)
     }
 
     public func symbolize(_ frame: UnwoundFrame, index: Int) -> SymbolizedFrame {

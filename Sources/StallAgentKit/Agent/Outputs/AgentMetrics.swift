@@ -109,14 +109,11 @@ public final class AgentMetrics: @unchecked Sendable {
 
     /// Refreshes the agent's own CPU, memory and the timestamp.
     public func touch() {
-        var usage = rusage()
-        getrusage(RUSAGE_SELF.rawValue, &usage)
-        let cpu = Double(usage.ru_utime.tv_sec) + Double(usage.ru_utime.tv_usec) / 1e6
-            + Double(usage.ru_stime.tv_sec) + Double(usage.ru_stime.tv_usec) / 1e6
+        let cpu = AgentResourceUsage.cpuAndPeak().cpuSeconds
         lock.withLock {
             if cpu > lastCPUSeconds { agentCPU.increment(by: cpu - lastCPUSeconds) }
             lastCPUSeconds = cpu
-            agentResident.set(to: Double(AgentMetrics.residentBytes()))
+            agentResident.set(to: Double(AgentResourceUsage.residentBytes()))
             lastUpdate.set(to: Date().timeIntervalSince1970)
         }
     }
@@ -141,13 +138,5 @@ public final class AgentMetrics: @unchecked Sendable {
         case .stopped: return "stopped"
         case .gone: return "gone"
         }
-    }
-
-    /// Current RSS from /proc/self/statm (getrusage gives only the peak).
-    static func residentBytes() -> Int {
-        guard let text = try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8) else { return 0 }
-        let fields = text.split(separator: " ")
-        guard fields.count > 1, let pages = Int(fields[1]) else { return 0 }
-        return pages * Int(sysconf(Int32(_SC_PAGESIZE)))
     }
 }
