@@ -115,3 +115,35 @@ FIXTURE_FRAME int run_slow_start(const struct fixture_args *args)
     KEEP_FRAME();
     return status;
 }
+
+/* park: a process with no event loop that waits for signals, like nginx's master or
+ * a supervisor: sigsuspend until SIGTERM/SIGINT. */
+static volatile sig_atomic_t park_done;
+
+static void park_handler(int signo)
+{
+    (void)signo;
+    park_done = 1;
+}
+
+FIXTURE_FRAME int park_for_signals(void)
+{
+    static const int signals[] = { SIGTERM, SIGINT };
+    block_signals(signals, sizeof signals / sizeof signals[0]);
+    struct sigaction sa = { .sa_handler = park_handler };
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGINT, &sa, NULL);
+    sigset_t none;
+    sigemptyset(&none);
+    while (!park_done)
+        sigsuspend(&none);
+    KEEP_FRAME();
+    return 0;
+}
+
+int run_park(const struct fixture_args *args)
+{
+    (void)args;
+    print_ready();
+    return park_for_signals();
+}

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <sys/signalfd.h>
 #include <sys/timerfd.h>
 #include <unistd.h>
@@ -22,12 +23,14 @@
 #define TICK_NS 5000000u
 #define TICK_WORK_NS 50000u
 
-enum step_kind { STEP_SPIN, STEP_SLEEP, STEP_MUTEX, STEP_PIPE, STEP_IO, STEP_STARVE, STEP_SHORT, STEP_DIE, STEP_IDLE };
+enum step_kind { STEP_SPIN, STEP_SLEEP, STEP_MUTEX, STEP_PIPE, STEP_IO, STEP_STARVE, STEP_SHORT, STEP_DIE, STEP_IDLE,
+                 STEP_SATURATE, STEP_NESTED };
 
 static const char *const step_names[] = {
     [STEP_SPIN] = "spin", [STEP_SLEEP] = "sleep", [STEP_MUTEX] = "mutex",
     [STEP_PIPE] = "pipe", [STEP_IO] = "io", [STEP_STARVE] = "starve",
     [STEP_SHORT] = "short", [STEP_DIE] = "die", [STEP_IDLE] = "idle",
+    [STEP_SATURATE] = "saturate", [STEP_NESTED] = "nested",
 };
 
 struct step {
@@ -39,6 +42,7 @@ enum phase {
     PHASE_GAP,         /* idling until phase_end_ns, then the next step (or `done`) */
     PHASE_IDLE_STEP,   /* an `idle` step: idling until phase_end_ns */
     PHASE_SHORT_STEP,  /* a `short` step: one burst per tick until phase_end_ns */
+    PHASE_SATURATED_STEP, /* a `saturate` step: back-to-back 1-3 ms turns, never asleep */
     PHASE_FINISHED,
 };
 
@@ -51,6 +55,9 @@ struct loop_state {
     double gap_seconds;
     bool exit_when_done;
     int log_fd, epfd, timerfd, signalfd;
+    int busyfd;        /* eventfd kept readable during `saturate`: epoll_wait never sleeps */
+    unsigned requests;
+    bool replies_pending;
 };
 
 /* ---- script ------------------------------------------------------------------------------ */
@@ -82,7 +89,7 @@ static void parse_script(const char *spec, struct loop_state *st)
         }
         if (!known || !parse_seconds(colon + 1, &step.seconds))
             usage_error("bad --script step `%s%s%s` (want KIND:SECONDS, KIND one of"
-                        " spin sleep mutex pipe io starve short die idle)",
+                        " spin sleep mutex pipe io starve short die idle saturate nested)",
                         item, colon ? ":" : "", colon ? colon + 1 : "");
         st->steps[st->step_count++] = step;
     }
@@ -123,6 +130,15 @@ static bool script_step_due(struct loop_state *st)
             st->phase = PHASE_SHORT_STEP;
             st->phase_end_ns = 0; /* set by the first burst */
             return true;
+        case STEP_SATURATE: {
+            stamp_now(&st->step_start);
+            st->phase = PHASE_SATURATED_STEP;
+            st->phase_end_ns = timespec_ns(&st->step_start.mono) + seconds_to_ns(st->steps[st->current].seconds);
+            uint64_t one = 1;
+            if (write(st->busyfd, &one, sizeof one) != (ssize_t)sizeof one)
+                fatal_errno("write eventfd");
+            return false;
+        }
         default:
             return true;
         }
@@ -137,10 +153,33 @@ static bool script_step_due(struct loop_state *st)
             return true;
         finish_step(st, &st->last_burst_end);
         return false;
+    case PHASE_SATURATED_STEP: /* the busyfd handler runs it */
     case PHASE_FINISHED:
         return false;
     }
     return false;
+}
+
+/* One turn of a `saturate` step: serve a request and keep an event pending, so the
+ * next epoll_wait returns at once; at the end, let the loop sleep again. */
+static void saturated_turn(struct loop_state *st)
+{
+    uint64_t value;
+    (void)!read(st->busyfd, &value, sizeof value);
+    if (st->phase != PHASE_SATURATED_STEP)
+        return;
+    if (mono_ns() >= st->phase_end_ns) {
+        struct stamp end;
+        stamp_now(&end);
+        finish_step(st, &end);
+        return;
+    }
+    serve_request(st->requests++);
+    KEEP_FRAME();
+    st->replies_pending = true;
+    uint64_t one = 1;
+    if (write(st->busyfd, &one, sizeof one) != (ssize_t)sizeof one)
+        fatal_errno("write eventfd");
 }
 
 /* ---- the loop --------------------------------------------------------------------------- */
@@ -182,6 +221,8 @@ FIXTURE_FRAME void run_step(struct loop_state *st)
     case STEP_IO: disk_io(step->seconds); break;
     case STEP_STARVE: starved_compute(step->seconds); break;
     case STEP_DIE: dying_compute(step->seconds, st->log_fd, &st->step_start); break;
+    case STEP_NESTED: nested_wait(step->seconds); break;
+    case STEP_SATURATE:
     case STEP_SHORT:
     case STEP_IDLE: break; /* handled by script_step_due / above */
     }
@@ -198,6 +239,10 @@ FIXTURE_FRAME int event_loop(struct loop_state *st)
     st->phase_end_ns = mono_ns() + seconds_to_ns(st->gap_seconds);
 
     for (;;) {
+        if (st->replies_pending) {
+            flush_replies();
+            st->replies_pending = false;
+        }
         struct epoll_event events[4];
         int n = epoll_wait(st->epfd, events, 4, -1);
         if (n < 0) {
@@ -208,6 +253,12 @@ FIXTURE_FRAME int event_loop(struct loop_state *st)
         for (int i = 0; i < n; i++) {
             if (events[i].data.fd == st->signalfd)
                 return 0;
+            if (events[i].data.fd == st->busyfd) {
+                saturated_turn(st);
+                if (st->phase == PHASE_FINISHED && st->exit_when_done)
+                    return 0;
+                continue;
+            }
             /* After a long step several expirations are pending; they collapse
              * into one tick, as in any timerfd loop. */
             uint64_t expirations;
@@ -255,7 +306,8 @@ FIXTURE_FRAME int run_loop(const struct fixture_args *args)
     st.epfd = epoll_create1(EPOLL_CLOEXEC);
     st.signalfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
     st.timerfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
-    if (st.epfd < 0 || st.signalfd < 0 || st.timerfd < 0)
+    st.busyfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (st.epfd < 0 || st.signalfd < 0 || st.timerfd < 0 || st.busyfd < 0)
         fatal_errno("loop set-up");
     struct itimerspec tick = {
         .it_interval = { .tv_nsec = TICK_NS },
@@ -265,10 +317,12 @@ FIXTURE_FRAME int run_loop(const struct fixture_args *args)
         fatal_errno("timerfd_settime");
     epoll_add(st.epfd, st.timerfd);
     epoll_add(st.epfd, st.signalfd);
+    epoll_add(st.epfd, st.busyfd);
 
     int status = event_loop(&st);
     KEEP_FRAME();
     close(st.timerfd);
+    close(st.busyfd);
     close(st.signalfd);
     close(st.epfd);
     if (st.log_fd >= 0)

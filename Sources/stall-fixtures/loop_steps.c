@@ -4,7 +4,9 @@
 #define _GNU_SOURCE
 #include "include/stall_fixtures.h"
 
+#include <errno.h>
 #include <fcntl.h>
+#include <sys/epoll.h>
 #include <sched.h>
 #include <semaphore.h>
 #include <stdatomic.h>
@@ -49,6 +51,43 @@ FIXTURE_FRAME uint64_t dying_compute(double seconds, int log_fd, const struct st
     if (!stop_requested)
         abort();
     return acc;
+}
+
+/* A saturated server's turn: work that varies from request to request and never
+ * comes near a stall on its own. */
+FIXTURE_FRAME uint64_t serve_request(unsigned n)
+{
+    uint64_t acc = burn_cpu_until(mono_ns() + 1000000u + (n % 3u) * 1000000u);
+    KEEP_FRAME();
+    return acc;
+}
+
+/* The other half of a saturated server's turn, run by the loop itself before it
+ * waits again (redis's beforeSleep, libuv's check phase): write the replies. */
+FIXTURE_FRAME uint64_t flush_replies(void)
+{
+    uint64_t acc = burn_cpu_until(mono_ns() + 1000000u);
+    KEEP_FRAME();
+    return acc;
+}
+
+/* The loop's own wait, nested inside work: PostgreSQL's pg_sleep -> WaitLatch ->
+ * epoll_wait, Node's execSync. Same syscall as the idle wait, deeper call site. */
+FIXTURE_FRAME int nested_wait(double seconds)
+{
+    int epfd = epoll_create1(EPOLL_CLOEXEC);
+    if (epfd < 0)
+        fatal_errno("epoll_create1");
+    uint64_t deadline = mono_ns() + seconds_to_ns(seconds);
+    for (uint64_t now = mono_ns(); now < deadline; now = mono_ns()) {
+        struct epoll_event ev;
+        int timeout_ms = (int)((deadline - now + 999999u) / 1000000u);
+        if (epoll_wait(epfd, &ev, 1, timeout_ms) < 0 && errno != EINTR)
+            fatal_errno("epoll_wait (nested)");
+    }
+    KEEP_FRAME();
+    close(epfd);
+    return 0;
 }
 
 /* ---- mutex -------------------------------------------------------------------------- */

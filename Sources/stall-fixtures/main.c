@@ -55,6 +55,8 @@ static const struct mode modes[] = {
       "leave an unreaped child (zombie=PID), sleep forever in sleep_forever" },
     { "slow-start", run_slow_start, 1, 1, OPT_LOG, "SECONDS [--log FILE]",
       "spin SECONDS in slow_startup_init, then behave like `idle`; logs kind `launch`" },
+    { "park", run_park, 0, 0, 0, "",
+      "no event loop: sigsuspend until SIGTERM/SIGINT in park_for_signals (like nginx's master)" },
     { "loop", run_loop, 0, 0, OPT_SCRIPT | OPT_LOG | OPT_GAP | OPT_EXIT_WHEN_DONE,
       "--script SPEC [--log FILE] [--gap SECONDS] [--exit-when-done]",
       "5 ms timer event loop that runs scripted stalls (see below)" },
@@ -89,6 +91,10 @@ static void usage(FILE *out)
           "  short   short_bursts      3 ms of work per 5 ms tick: busy but never stalled\n"
           "  die     dying_compute     spin SECONDS, then abort()\n"
           "  idle    (none)            an extra idle gap\n"
+          "  saturate serve_request    turns back to back, an event always ready: 1-3 ms of\n"
+          "                            request, then 1 ms in flush_replies (event_loop) before\n"
+          "                            the next wait; ~300 turns/s, never asleep (no stall)\n"
+          "  nested  nested_wait       epoll_wait on a second epoll set, from inside work\n"
           "--log FILE appends one JSON line per step when it ends:\n"
           "  {\"kind\":\"spin\",\"start_wall\":S,\"end_wall\":S,\"start_mono\":S,\"end_mono\":S,\"seconds\":S}\n",
           out);

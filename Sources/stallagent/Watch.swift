@@ -22,6 +22,12 @@ struct WatchOptions: ParsableArguments {
     @Option(name: .customLong("idle-frame"), help: ArgumentHelp("Treat a blocked thread whose stack has a function matching PATTERN (glob or substring) as idle (repeatable).", valueName: "pattern"))
     var idleFrames: [String] = []
 
+    @Option(name: .customLong("busy-frame"), help: ArgumentHelp("Treat a thread waiting in an idle-wait or parking call whose stack has a function matching PATTERN as working, not idle (repeatable).", valueName: "pattern"))
+    var busyFrames: [String] = []
+
+    @Option(help: ArgumentHelp("What tells the agent the event loop turned, ending a busy stretch even when the thread is never seen asleep (a saturated server): 'auto' uses the LD_PRELOAD loop probe when the target has it, else per-thread kernel counters on the idle-wait syscall tracepoints (needs root or CAP_PERFMON; tracefs is mounted when missing), else the stack rule, said once on stderr and in every report. 'kernel-counter' fails when the counters are refused. 'stack-rule': a stall needs a frame outside the loop's own frames in every sample for the threshold; it cannot tell two requests served back to back through the same frame, nor work inside an interpreter's eval loop.", valueName: "auto|kernel-counter|stack-rule"))
+    var loopTurns = "auto"
+
     @Option(help: ArgumentHelp("Where reports are written (created if missing). Default: stallagent-reports, or $STATE_DIRECTORY/reports under systemd.", valueName: "dir"))
     var reportDir: String?
 
@@ -59,6 +65,11 @@ struct WatchOptions: ParsableArguments {
             options.extraIdleSyscalls.insert(number)
         }
         options.idleFramePatterns = idleFrames
+        options.busyFramePatterns = busyFrames
+        guard let mode = LoopTurnMode(rawValue: loopTurns) else {
+            throw ValidationError("--loop-turns: '\(loopTurns)' is not one of auto, kernel-counter, stack-rule")
+        }
+        options.loopTurns = mode
         options.reportDirectory = reportDir ?? options.reportDirectory
         options.quiet = quiet
         options.maxStackBytes = maxStack

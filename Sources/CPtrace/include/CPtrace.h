@@ -73,6 +73,11 @@ ssize_t sa_recv_with_fd(int fd, void *buffer, size_t length, int *passed_fd);
 /// Returns the fd or -1 with errno.
 int sa_sealed_memfd(const char *name, const void *bytes, size_t length);
 
+/// perf_event_open(2) of a counting event on a tracepoint (`config` = the id from tracefs's
+/// events/<group>/<name>/id) for one thread on any CPU. Members of a group (`group_fd` ≥ 0)
+/// are read together with the leader (PERF_FORMAT_GROUP). Returns the fd or -1 with errno.
+int sa_perf_tracepoint_counter(uint64_t config, pid_t tid, int group_fd);
+
 /// Constants Swift cannot import from macros.
 enum {
   SA_PTRACE_EVENT_STOP = 128,

@@ -9,6 +9,11 @@ public struct MonitorOptions: Sendable {
     /// A blocked main thread whose stack has a frame matching one of these is idle
     /// (for loops that wait in something other than epoll/poll/select).
     public var idleFramePatterns: [String] = []
+    /// A thread blocked in an idle-set or parking wait whose stack has a frame matching one of
+    /// these is working, not idle (`--busy-frame`).
+    public var busyFramePatterns: [String] = []
+    /// Which loop-turn evidence to use (`--loop-turns`).
+    public var loopTurns: LoopTurnMode = .auto
     public var reportDirectory = "stallagent-reports"
     public var quiet = false
     /// Stop watching after this long (nil: until the target exits or a signal).
@@ -25,4 +30,12 @@ public struct MonitorOptions: Sendable {
     public var minimumReportInterval = 0.0
 
     public init() {}
+}
+
+/// `--loop-turns`: `auto` takes the best evidence available (loop probe, kernel counter, stack
+/// rule); `stack-rule` forces the fallback (to compare, or where counters are unwanted).
+public enum LoopTurnMode: String, CaseIterable, Sendable {
+    case auto
+    case kernelCounter = "kernel-counter"
+    case stackRule = "stack-rule"
 }

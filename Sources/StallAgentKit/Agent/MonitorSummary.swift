@@ -30,6 +30,11 @@ public struct MonitorSummary: Sendable {
     public var capturesWithStop = 0
     public var agentCPUSeconds = 0.0
     public var peakResidentBytes = 0
+    /// Loop health, the counterpart of a UI's frame rate: turns of the event loop (exact with
+    /// the kernel counter or loop probe, a lower bound with the stack rule) and time busy.
+    public var loopTurnEvidence: LoopTurnEvidence?
+    public var loopTurns: UInt64 = 0
+    public var busySeconds = 0.0
 
     /// The few lines printed when the watch ends.
     public func render() -> String {
@@ -52,6 +57,12 @@ public struct MonitorSummary: Sendable {
                             ? "  (same as an earlier stall; seen \(stall.occurrence)×, report not rewritten)"
                             : "  (report could not be written; see the warning above)")))
             }
+        }
+        if let evidence = loopTurnEvidence, watchedSeconds > 0 {
+            let busy = 100 * min(1, busySeconds / watchedSeconds)
+            lines.append(String(format: "  loop: %@%llu turns (%.1f/s), busy %.1f %% of the time; turns from the %@",
+                                evidence == .stackRule ? "≥ " : "", loopTurns, Double(loopTurns) / watchedSeconds, busy,
+                                evidence.rawValue))
         }
         lines.append("  reports: \(reportDirectory)")
         lines.append(String(format: "  agent: %d samples, %d with a ptrace stop, CPU %.2f s (%.2f %% of a core), peak RSS %.1f MB",

@@ -54,6 +54,30 @@ public final class StallMonitor {
     private var lastCPUNanos: UInt64 = 0
     private var lastRunQueueNanos: UInt64 = 0
 
+    // Loop turns (DESIGN.md §2): the evidence in use, and why it is not a better one.
+    public let loopTurnEvidence: LoopTurnEvidence
+    public private(set) var loopTurnsNote: String?
+    private var turnCounter: LoopTurnCounter?
+    private var lastTurnCount: UInt64?
+    /// Loop turns seen (exact with the counter or probe; a lower bound with the stack rule).
+    private var loopTurns: UInt64 = 0
+    private var idleEntries: UInt64 = 0
+    private var homeWaits = HomeWaitTracker()
+    private var lastWaitSite: HomeWaitTracker.Site?
+    /// Home waits whose stacks gave the stack rule its loop frames.
+    private var learnedLoopSites: Set<HomeWaitTracker.Site> = []
+    private var loopFrameUnion: [SampledFrame] = []
+    /// True while the latest probe found the thread in a wait nested inside work.
+    private var inNestedWait = false
+    /// The latest ptrace sample found the thread inside file I/O (write(2) to a regular file,
+    /// fsync): a running thread then counts as in I/O, since /proc shows only "running" while
+    /// a write copies into the page cache.
+    private var ioHint = false
+    /// Syscalls a process parks in when it has no event loop (nginx's master, supervisors):
+    /// idle until a loop wait is known, then ordinary blocking calls.
+    static let parkingSyscalls: Set<Int> = [130, 128, 34]  // rt_sigsuspend, rt_sigtimedwait, pause
+    private var busyFrameCache: (syscall: ProcSyscallInfo, busy: Bool)?
+
     // The last classification and the /proc state it was made for.
     private var lastClassification: (state: Character, syscall: ProcSyscallInfo?, activity: ThreadActivity)?
 
@@ -74,13 +98,19 @@ public final class StallMonitor {
         classifier = ThreadStateClassifier(extraIdleSyscalls: options.extraIdleSyscalls)
         inspector.classifier = classifier
         probe = try ThreadProbeFiles(pid: inspector.pid, tid: inspector.pid)
+        loopProbe = LoopProbeReader(pid: inspector.pid, modules: inspector.modules)
+        (loopTurnEvidence, turnCounter, loopTurnsNote) = try StallMonitor.chooseLoopTurnEvidence(
+            tid: inspector.pid, mode: options.loopTurns, hasLoopProbe: loopProbe != nil)
+        if options.loopTurns == .stackRule { loopProbe = nil }
+        if let note = loopTurnsNote { log("stallagent: loop turns: \(note)") }
         // A process attached to long after it started is past its launch: use the loop threshold.
         let age = StallMonitor.processAge(pid: inspector.pid)
         detector = StallDetector(
             configuration: DetectorConfiguration(
                 threshold: options.threshold, launchThreshold: options.launchThreshold,
                 sampleInterval: options.sampleInterval,
-                startsInLaunchPhase: age.map { $0 < options.launchThreshold } ?? false))
+                startsInLaunchPhase: age.map { $0 < options.launchThreshold } ?? false,
+                loopTurnEvidence: loopTurnEvidence))
         wallClockOffset = Date().timeIntervalSince1970 - MonotonicTime.seconds()
         let commandLine = (try? ProcFS.readBytes("/proc/\(inspector.pid)/cmdline", pid: inspector.pid))
             .map { $0.split(separator: 0).map { String(decoding: $0, as: UTF8.self) } }
@@ -91,10 +121,29 @@ public final class StallMonitor {
         var host = [CChar](repeating: 0, count: 256)
         gethostname(&host, host.count - 1)
         hostname = String(cString: host)
-        loopProbe = LoopProbeReader(pid: inspector.pid, modules: inspector.modules)
         summary = MonitorSummary(
             pid: inspector.pid, name: inspector.name, watchedSeconds: 0,
             reportDirectory: URL(fileURLWithPath: options.reportDirectory).standardizedFileURL.path)
+    }
+
+    /// The best loop-turn evidence the target and the kernel allow. A refused counter is not an
+    /// error unless the user asked for counters: the stack rule takes over, said once.
+    static func chooseLoopTurnEvidence(tid: Int32, mode: LoopTurnMode, hasLoopProbe: Bool) throws
+        -> (LoopTurnEvidence, LoopTurnCounter?, String?)
+    {
+        switch mode {
+        case .stackRule: return (.stackRule, nil, nil)
+        case .auto where hasLoopProbe: return (.loopProbe, nil, nil)
+        case .auto, .kernelCounter:
+            do {
+                return (.kernelCounter, try LoopTurnCounter(tid: tid), nil)
+            } catch let unavailable as LoopTurnCounter.Unavailable {
+                if mode == .kernelCounter {
+                    throw StallAgentError.invalidArgument("--loop-turns kernel-counter: \(unavailable)")
+                }
+                return (.stackRule, nil, "kernel counters unavailable: \(unavailable); using the stack rule")
+            }
+        }
     }
 
     /// Seconds since the process started, from its start time in clock ticks since boot.
@@ -167,11 +216,24 @@ public final class StallMonitor {
     @discardableResult
     public func step(at now: Double) -> Bool {
         guard !finished else { return false }
-        var observation = observe(at: now)
+        var turned = false
+        if let counter = turnCounter, let count = counter.read() {
+            if let last = lastTurnCount, count != last {
+                turned = true
+                loopTurns &+= count &- last
+            }
+            lastTurnCount = count
+        }
+        let wasNested = inNestedWait
+        var observation = observe(at: now, turned: turned)
         if let reader = loopProbe, let state = reader.read() {
             observation = applyLoopProbe(state, to: observation)
         }
-        handle(detector.observe(observation))
+        // Entries into a nested wait (pg_sleep's WaitLatch) move the counter too: they are not
+        // turns of the loop.
+        handle(detector.observe(observation, loopTurned: turned && !wasNested && !inNestedWait))
+        if observation.activity == .idle, lastObservation?.activity != .idle { idleEntries &+= 1 }
+        if !observation.activity.isBusy { ioHint = false }
         lastFedTime = observation.time
         if let last = lastObservation, observation.time > last.time {
             stateSeconds[last.activity, default: 0] += observation.time - last.time
@@ -198,6 +260,7 @@ public final class StallMonitor {
     /// times, and loop turns shorter than the probe interval are not missed.
     private func applyLoopProbe(_ state: LoopProbeReader.State, to observation: ThreadObservation) -> ThreadObservation {
         defer { lastIterations = state.iterations }
+        if let last = lastIterations, state.iterations > last { loopTurns &+= state.iterations - last }
         var result = observation
         guard observation.activity != .gone, observation.activity != .stopped else { return result }
         let previous = lastIterations ?? state.iterations
@@ -236,6 +299,9 @@ public final class StallMonitor {
     public func end() -> MonitorSummary {
         inspector.capturer.reapPending(final: true)
         summary.watchedSeconds = MonotonicTime.seconds() - startTime
+        summary.loopTurnEvidence = loopTurnEvidence
+        summary.loopTurns = loopTurnEvidence == .stackRule ? idleEntries &+ UInt64(detector.stackRuleTurns) : loopTurns
+        summary.busySeconds = stateSeconds.filter { $0.key.isBusy }.values.reduce(0, +)
         (summary.agentCPUSeconds, summary.peakResidentBytes) = AgentResourceUsage.cpuAndPeak()
         return summary
     }
@@ -264,17 +330,31 @@ public final class StallMonitor {
 
     // MARK: Probing
 
-    private func observe(at now: Double) -> ThreadObservation {
+    private func observe(at now: Double, turned: Bool) -> ThreadObservation {
         let syscall = probe.syscall()
+        let waitVerdict = syscall.flatMap { waitSiteVerdict($0, turned: turned) }
+        inNestedWait = waitVerdict == .nested
         // The common case, an idle event loop, is decided by the syscall file alone: stat and
         // schedstat add nothing (a stopped thread in epoll_wait is "no stall" either way), and
         // skipping them halves the cost of an idle watch.
-        if let number = syscall?.syscallNumber, classifier.idleSyscalls.contains(number), !detector.isInEpisode {
+        if waitVerdict == .home, !detector.isInEpisode {
             return ThreadObservation(time: now, activity: .idle, cpuNanos: lastCPUNanos, runQueueNanos: lastRunQueueNanos)
         }
         guard let stat = probe.stat() else { return ThreadObservation(time: now, activity: .gone) }
         let sched = probe.schedstat()
-        let activity = classify(state: stat.state, syscall: syscall)
+        var activity = classify(state: stat.state, syscall: syscall)
+        if activity == .idle, waitVerdict == .nested {
+            activity = .blockedCall
+        } else if activity == .blockedCall, let number = syscall?.syscallNumber,
+                  StallMonitor.parkingSyscalls.contains(number), !homeWaits.knowsLoop
+        {
+            activity = .idle
+        } else if activity == .running, ioHint {
+            activity = .ioWait
+        }
+        if activity == .idle, !options.busyFramePatterns.isEmpty, let syscall, isBusyByFrame(syscall: syscall) {
+            activity = .blockedCall
+        }
         resetEpisodeStatisticsIfNeeded()
         lastCPUNanos = sched?.cpuNanos ?? lastCPUNanos
         lastRunQueueNanos = sched?.runQueueNanos ?? lastRunQueueNanos
@@ -314,6 +394,53 @@ public final class StallMonitor {
         episodeFailed = 0
     }
 
+    /// Home or nested, for a thread in one of the idle-set waits (nil for anything else).
+    private func waitSiteVerdict(_ syscall: ProcSyscallInfo, turned: Bool) -> HomeWaitTracker.Verdict? {
+        guard let number = syscall.syscallNumber, classifier.idleSyscalls.contains(number),
+              let sp = syscall.stackPointer, let pc = syscall.programCounter
+        else {
+            lastWaitSite = nil
+            return nil
+        }
+        let site = HomeWaitTracker.Site(pc: pc, sp: sp)
+        let verdict = homeWaits.classify(site, newEntry: turned || lastWaitSite != site)
+        lastWaitSite = site
+        if verdict == .home, loopTurnEvidence == .stackRule, !learnedLoopSites.contains(site) {
+            learnLoopFrames(site: site, syscall: syscall)
+        }
+        return verdict
+    }
+
+    /// The stack rule's loop frames: the home wait's stack, read without a stop, once per home.
+    private func learnLoopFrames(site: HomeWaitTracker.Site, syscall: ProcSyscallInfo) {
+        guard learnedLoopSites.count < 16,
+              let snapshot = inspector.capturer.captureWithoutStop(
+                pid: inspector.pid, tid: inspector.pid, info: syscall, probe: probe, stackEnd: inspector.stackEnd)
+        else { return }
+        learnedLoopSites.insert(site)
+        let frames = inspector.symbolizer.symbolize(inspector.unwinder.unwind(snapshot)).map(StallMonitor.sampledFrame)
+        loopFrameUnion += frames
+        detector.setLoopFrames(loopFrameUnion)
+    }
+
+    /// `--busy-frame`: a wait whose stack names one of these functions is work. Kept while the
+    /// thread stays in the same call, so the stack is read once per wait.
+    private func isBusyByFrame(syscall: ProcSyscallInfo) -> Bool {
+        if let cached = busyFrameCache, cached.syscall == syscall { return cached.busy }
+        var busy = false
+        if let snapshot = inspector.capturer.captureWithoutStop(
+            pid: inspector.pid, tid: inspector.pid, info: syscall, probe: probe, stackEnd: inspector.stackEnd)
+        {
+            let frames = inspector.symbolizer.symbolize(inspector.unwinder.unwind(snapshot))
+            busy = frames.contains { frame in
+                guard let name = frame.function else { return false }
+                return options.busyFramePatterns.contains { GlobPattern.matches($0, name) }
+            }
+        }
+        busyFrameCache = (syscall, busy)
+        return busy
+    }
+
     /// A blocked thread is idle if its stack shows one of the user's idle frames. The stack is
     /// read without a stop (`classify` keeps the answer while the thread stays in the call).
     private func isIdleByFrame(syscall: ProcSyscallInfo) -> Bool {
@@ -334,6 +461,18 @@ public final class StallMonitor {
         summary.samples += 1
         do {
             let (snapshot, stack) = try inspector.captureStack(tid: inspector.pid, activity: activity, probe: probe)
+            if isBackInLoop(snapshot) {
+                // The loop went back to its wait between the probe and the capture: this stack
+                // is the loop's, not the work's, and must not name the stall.
+                handle(detector.record(StackSample(time: now, activity: .idle, frames: [])))
+                handle(detector.noteLoopTurn(at: now))
+                return
+            }
+            if let (number, firstArgument) = snapshot.interruptedSyscall {
+                ioHint = isFileIO(syscall: number, fd: firstArgument)
+            } else if snapshot.method == .ptraceStop {
+                ioHint = false
+            }
             if snapshot.method == .ptraceStop {
                 episodeWithStop += 1
                 summary.capturesWithStop += 1
@@ -356,6 +495,25 @@ public final class StallMonitor {
             episodeFailed += 1
             handle(detector.record(StackSample(time: now, activity: activity, frames: [])))
         }
+    }
+
+    private func isBackInLoop(_ snapshot: ThreadSnapshot) -> Bool {
+        if let (number, _) = snapshot.interruptedSyscall {
+            return classifier.idleSyscalls.contains(number)
+                && homeWaits.homes.contains(HomeWaitTracker.Site(pc: snapshot.registers.pc, sp: snapshot.registers.sp))
+        }
+        if let info = snapshot.syscall, let number = info.syscallNumber, classifier.idleSyscalls.contains(number),
+           let sp = info.stackPointer, let pc = info.programCounter
+        {
+            return homeWaits.homes.contains(HomeWaitTracker.Site(pc: pc, sp: sp))
+        }
+        return false
+    }
+
+    private func isFileIO(syscall number: Int, fd: UInt64) -> Bool {
+        if ThreadStateClassifier.fsyncLike.contains(number) { return true }
+        guard ThreadStateClassifier.fileIO.contains(number), fd < 1 << 31 else { return false }
+        return inspector.fileKind(Int(fd))?.hasPrefix("/") ?? false
     }
 
     /// What detection keeps of a frame; an unnamed frame is "module+0xOFFSET".
@@ -448,7 +606,7 @@ public final class StallMonitor {
                 failedCaptures: episodeFailed, pauseP50Micros: pauses.p50, pauseP99Micros: pauses.p99,
                 pauseTotalMicros: pauses.total, probeIntervalSeconds: options.probeInterval),
             termination: terminations[snapshot.id], occurrence: decisions[snapshot.id]?.occurrence ?? 1,
-            hostname: hostname)
+            hostname: hostname, loopTurnsNote: loopTurnsNote)
     }
 
     @discardableResult

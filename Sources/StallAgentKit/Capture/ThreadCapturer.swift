@@ -127,9 +127,12 @@ public final class ThreadCapturer {
         // Copied out of the scratch buffer only now, with the thread running again.
         let stack = copied > 0 ? Array(scratch[0..<copied]) : []
         guard gotRegisters else { throw StallAgentError.targetExited(pid: pid) }
-        return ThreadSnapshot(
+        var snapshot = ThreadSnapshot(
             pid: pid, tid: tid, registers: RegisterFile(ptrace: regs), stackStart: regs.rsp, stack: stack,
             method: .ptraceStop, pauseNanos: end - start, syscall: nil, timeNanos: end)
+        let origRax = Int64(bitPattern: regs.orig_rax)
+        if origRax >= 0 { snapshot.interruptedSyscall = (Int(origRax), regs.rdi) }
+        return snapshot
     }
 
     enum StopResult {

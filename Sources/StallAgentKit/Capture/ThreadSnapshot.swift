@@ -21,4 +21,9 @@ public struct ThreadSnapshot: Sendable {
     public var syscall: ProcSyscallInfo?
     /// Monotonic time of the capture.
     public var timeNanos: UInt64
+    /// With a stop: the system call the thread had just been in when it stopped (orig_rax;
+    /// a PTRACE_INTERRUPT takes effect on the way back to user space, so a thread busy inside
+    /// write(2) stops with write's number here), and its first argument. Nil when it was
+    /// interrupted in user code.
+    public var interruptedSyscall: (number: Int, firstArgument: UInt64)?
 }

@@ -21,6 +21,10 @@ public struct DetectorConfiguration: Hashable, Codable, Sendable {
     public var minimumUpdateSpacing: Double
     /// How reasons are derived from the state breakdown.
     public var classifier: StallReasonClassifier
+    /// What tells the agent the loop turned; reports name it. With `.stackRule` the samples
+    /// decide (see `StallDetector.record`); otherwise the agent passes `loopTurned` to `observe`.
+    public var loopTurnEvidence: LoopTurnEvidence?
+    public var usesStackRule: Bool { loopTurnEvidence == .stackRule }
 
     public init(
         threshold: Double = 1.0,
@@ -30,8 +34,10 @@ public struct DetectorConfiguration: Hashable, Codable, Sendable {
         annealing: Bool = true,
         startsInLaunchPhase: Bool = true,
         minimumUpdateSpacing: Double = 0.25,
-        classifier: StallReasonClassifier = StallReasonClassifier()
+        classifier: StallReasonClassifier = StallReasonClassifier(),
+        loopTurnEvidence: LoopTurnEvidence? = nil
     ) {
+        self.loopTurnEvidence = loopTurnEvidence
         self.threshold = threshold
         self.launchThreshold = launchThreshold
         self.sampleInterval = sampleInterval

@@ -23,6 +23,12 @@
 /// - Phase: `launch` until the process is first seen idle (`launchThreshold`), `loop` after
 ///   (`threshold`). An episode keeps the phase it started in.
 /// - `gone` ends everything like `finish(at:targetGone: true)`.
+/// - Loop turns: a saturated loop is never caught asleep, so the agent also passes
+///   `loopTurned` (kernel counter or loop probe): the open episode ends at that probe and, if
+///   the thread is busy, a new one starts there. Without such evidence (`usesStackRule`) the
+///   samples decide: the loop turned when no frame outside the loop's own frames (see
+///   `setLoopFrames`) has been in every sample since the episode began, and a stall needs
+///   such a held frame.
 public struct StallDetector: Sendable {
     public let configuration: DetectorConfiguration
     /// False while the process has not yet been seen idle (start-up).
@@ -33,6 +39,10 @@ public struct StallDetector: Sendable {
     private var lastObservation: ThreadObservation?
     private var episode: Episode?
     private var nextStallID = 1
+    /// The event loop's own activations (function + CFA), from its home wait's stack.
+    private var loopFrames: Set<StallFrameTracker.Key> = []
+    /// Loop turns counted by the stack rule (episodes it ended).
+    public private(set) var stackRuleTurns = 0
 
     /// Tolerance for comparing ages and times built by summing intervals.
     private static let epsilon = 1e-9
@@ -65,6 +75,9 @@ public struct StallDetector: Sendable {
         var lastSampleAttempt: Double?
         var deadlock = false
         var stall: OpenStall?
+        /// Stack rule: the non-loop frames present in every sample since the episode began
+        /// (nil before its first sample).
+        var anchors: Set<StallFrameTracker.Key>?
 
         init(phase: StallPhase, startTime: Double) {
             self.phase = phase
@@ -112,13 +125,25 @@ public struct StallDetector: Sendable {
 
     /// Feeds one probe. Observations older than the previous one are ignored (a clock that went
     /// backwards would otherwise produce negative intervals).
-    public mutating func observe(_ observation: ThreadObservation) -> [DetectorEvent] {
+    /// `loopTurned`: the loop entered its wait at least once since the previous probe.
+    public mutating func observe(_ observation: ThreadObservation, loopTurned: Bool = false) -> [DetectorEvent] {
         if let previous = lastObservation {
             guard observation.time >= previous.time else { return [] }
             if episode != nil { account(from: previous, to: observation) }
         }
         lastObservation = observation
         var events: [DetectorEvent] = []
+        if loopTurned, observation.activity.isBusy || observation.activity == .stopped {
+            if episode != nil {
+                events += checkAge(at: observation.time)
+                events += closeEpisode(at: observation.time, ending: .returnedToIdle)
+            }
+            if !hasSeenIdle {
+                // A loop that turns has finished starting up, asleep or not.
+                hasSeenIdle = true
+                events.append(.launchPhaseEnded(at: observation.time))
+            }
+        }
         switch observation.activity {
         case .gone:
             events += checkAge(at: observation.time)
@@ -164,6 +189,31 @@ public struct StallDetector: Sendable {
         episode = nil  // hold the only reference, so the mutations below do not copy its tables
         current.lastSampleAttempt = max(current.lastSampleAttempt ?? sample.time, sample.time)
         let storable = !sample.frames.isEmpty && sample.activity != .idle && sample.activity != .gone
+        var events: [DetectorEvent] = []
+        if storable, configuration.usesStackRule {
+            let loop = loopFrames
+            let outside = Set(sample.frames.map(StallFrameTracker.Key.init).filter { !loop.contains($0) })
+            if let anchors = current.anchors {
+                let held = anchors.intersection(outside)
+                if held.isEmpty {
+                    // Nothing of the work the episode began with is left: the loop turned
+                    // between the previous sample and this one. Time the new work from here.
+                    episode = current
+                    events += checkAge(at: sample.time)
+                    events += closeEpisode(at: sample.time, ending: .returnedToIdle)
+                    stackRuleTurns += 1
+                    startEpisode(at: sample.time)
+                    current = episode!
+                    episode = nil
+                    current.lastSampleAttempt = sample.time
+                    current.anchors = outside
+                } else {
+                    current.anchors = held
+                }
+            } else {
+                current.anchors = outside
+            }
+        }
         if storable {
             current.sampleCount += 1
             current.firstSampleTime = current.firstSampleTime ?? sample.time
@@ -173,8 +223,27 @@ public struct StallDetector: Sendable {
             ring.append(sample)
         }
         episode = current
-        return storable ? checkStackChange(at: sample.time) : []
+        return events + (storable ? checkStackChange(at: sample.time) : [])
     }
+
+    /// A capture found the thread back in its loop's own wait, between two probes: the loop
+    /// turned. The open episode ends here; if the latest probe saw work, the next begins.
+    public mutating func noteLoopTurn(at time: Double) -> [DetectorEvent] {
+        guard let current = episode, let last = lastObservation, time + Self.epsilon >= current.startTime else { return [] }
+        var events = checkAge(at: time)
+        events += closeEpisode(at: time, ending: .returnedToIdle)
+        if configuration.usesStackRule { stackRuleTurns += 1 }
+        if last.activity.isBusy { startEpisode(at: time) }
+        return events
+    }
+
+    /// The event loop's own frames (its home wait's stack, innermost first), which the stack
+    /// rule never takes for work in progress.
+    public mutating func setLoopFrames(_ frames: [SampledFrame]) {
+        loopFrames = Set(frames.map(StallFrameTracker.Key.init))
+    }
+
+    public var knowsLoopFrames: Bool { !loopFrames.isEmpty }
 
     /// The agent stops watching (`targetGone == false`) or the target died (`true`) at `time`:
     /// accounts the time since the last probe, finalises an open stall (reason `died` when the
@@ -269,6 +338,9 @@ public struct StallDetector: Sendable {
         }
         let threshold = configuration.threshold(for: current.phase)
         guard age + Self.epsilon >= threshold else { return [] }
+        // Stack rule: a stall needs a frame outside the loop held in every sample. Before the
+        // first sample (or when every capture fails) the age alone decides, as without it.
+        if configuration.usesStackRule, let anchors = current.anchors, anchors.isEmpty { return [] }
         // Re-captures are counted from the nominal threshold, not the probe that noticed it, so
         // the cadence is exactly threshold × 2, 3, 5, 8 … of stall age.
         var schedule = StallAnnealingSchedule(base: threshold, unit: threshold, fibonacci: configuration.annealing)
@@ -348,16 +420,20 @@ public struct StallDetector: Sendable {
         of current: Episode, id: Int, revision: Int, trigger: StallSnapshotTrigger, ending: StallEnding?
     ) -> StallSnapshot {
         let breakdown = current.states.breakdown
-        let cause = current.deadlock ? StallReason.deadlock : configuration.classifier.classify(breakdown)
+        let threshold = configuration.threshold(for: current.phase)
+        let cause = current.deadlock
+            ? StallReason.deadlock : configuration.classifier.classify(breakdown, threshold: threshold)
         let heaviest = current.heaviest.heaviest
-        return StallSnapshot(
+        var snapshot = StallSnapshot(
             id: id, revision: revision, trigger: trigger, phase: current.phase, startTime: current.startTime,
             endTime: current.lastTime, ongoing: ending == nil, ending: ending, duration: current.age,
-            threshold: configuration.threshold(for: current.phase), sampleCount: current.sampleCount,
+            threshold: threshold, sampleCount: current.sampleCount,
             sampleInterval: configuration.sampleInterval, firstSampleTime: current.firstSampleTime,
             lastSampleTime: current.lastSampleTime, stateBreakdown: breakdown,
             reason: ending == .targetDied ? .died : cause, causeReason: cause, deadlock: current.deadlock,
             heaviestStack: heaviest, stallFrame: current.stallFrame.stallFrame, callTree: CallTreeNode.build(from: ring),
             fingerprint: StallFingerprint.make(reason: cause, heaviestStack: heaviest), samples: ring.samples)
+        snapshot.loopTurnEvidence = configuration.loopTurnEvidence
+        return snapshot
     }
 }

@@ -1,6 +1,7 @@
 /// How a stall (or busy episode) came to an end.
 public enum StallEnding: String, Codable, CaseIterable, Sendable {
-    /// The thread was seen idle again: the duration is the true stall duration.
+    /// The thread was seen idle again, or its loop was seen to turn (loop-turn evidence): the
+    /// duration is the true stall duration.
     case returnedToIdle
     /// The process or thread died while busy; an open stall gets reason `died`.
     case targetDied

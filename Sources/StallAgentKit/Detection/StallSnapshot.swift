@@ -44,6 +44,8 @@ public struct StallSnapshot: Sendable {
     public var fingerprint: String
     /// The samples still in the ring, oldest first (folded stacks, sample listings).
     public var samples: [StackSample]
+    /// What told the agent the loop turned (nil: only the idle wait itself, no extra evidence).
+    public var loopTurnEvidence: LoopTurnEvidence?
 
     public init(
         id: Int, revision: Int, trigger: StallSnapshotTrigger, phase: StallPhase, startTime: Double,

@@ -46,6 +46,11 @@ public struct StallReport: Codable, Sendable {
     public var termination: String?
     public var fingerprint: String
     public var occurrence: Int
+    /// What told the agent the event loop turned (`LoopTurnEvidence` raw value: "kernel
+    /// counter", "loop probe", "stack rule"); nil for snapshots and old reports.
+    public var loopTurns: String?
+    /// Why better evidence was not available (e.g. the kernel refused the counters).
+    public var loopTurnsNote: String?
     /// The one-sentence "Description:" line.
     public var description: String
 
@@ -86,6 +91,8 @@ public struct StallReport: Codable, Sendable {
         termination = context.termination
         fingerprint = snapshot.fingerprint
         occurrence = context.occurrence
+        loopTurns = snapshot.isOnDemand ? nil : snapshot.loopTurnEvidence?.rawValue
+        loopTurnsNote = loopTurns == nil ? nil : context.loopTurnsNote
         binaryImages = []
         description = ""
         binaryImages = Self.usedImages(context.binaryImages, by: self)

@@ -17,13 +17,16 @@ public struct StallReportContext {
     /// How many times this fingerprint has been seen, this one included (1 = first).
     public var occurrence: Int
     public var hostname: String
+    /// Why the loop-turn evidence is not the best kind (shown once per report).
+    public var loopTurnsNote: String?
 
     public init(
         process: ReportProcessInfo, thread: ReportThreadInfo, wallClockOffset: Double,
         resolveFrame: @escaping (SampledFrame, Int) -> SymbolizedFrame, binaryImages: [ReportBinaryImage] = [],
         lockOwner: ReportLockOwner? = nil, agent: ReportAgentStats = ReportAgentStats(), termination: String? = nil,
-        occurrence: Int = 1, hostname: String = ""
+        occurrence: Int = 1, hostname: String = "", loopTurnsNote: String? = nil
     ) {
+        self.loopTurnsNote = loopTurnsNote
         self.process = process
         self.thread = thread
         self.wallClockOffset = wallClockOffset

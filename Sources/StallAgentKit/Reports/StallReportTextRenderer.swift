@@ -59,6 +59,9 @@ public enum StallReportTextRenderer {
             .padding(toLength: 16, withPad: " ", startingAt: 0)
         out.append(field("Duration:", duration + "Duration Sampled: " + sampled))
         out.append(field("Main Thread:", mainThread(r.stateBreakdown)))
+        if let turns = r.loopTurns {
+            out.append(field("Loop Turns:", turns + (r.loopTurnsNote.map { " (\($0))" } ?? "")))
+        }
         let stallFrame = r.stallFrame.map(StackTextRenderer.summary) ?? "none (no frame was in every sample)"
         out.append(field("Stall Frame:", stallFrame))
         return out

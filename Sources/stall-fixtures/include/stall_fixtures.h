@@ -67,6 +67,7 @@ int run_threads(const struct fixture_args *args);
 int run_zombie_parent(const struct fixture_args *args);
 int run_slow_start(const struct fixture_args *args);
 int run_loop(const struct fixture_args *args);
+int run_park(const struct fixture_args *args);
 
 /* ---- frames shared between modes -------------------------------------------- */
 
@@ -227,6 +228,9 @@ int wait_on_pipe(double seconds);      /* helper thread `writer`, in write_after
 uint64_t disk_io(double seconds);
 uint64_t starved_compute(double seconds); /* helper threads `hog-0..2`, in hog_spin */
 uint64_t short_bursts(void);           /* one ~3 ms burst per call */
+uint64_t serve_request(unsigned n);    /* 1-3 ms: the request half of a saturated turn */
+uint64_t flush_replies(void);          /* 1 ms: the loop's write phase before it waits */
+int nested_wait(double seconds);       /* epoll_wait on a second epoll set, from inside work */
 /* Spins `seconds`, appends the "die" log line ending now, then abort()s. */
 uint64_t dying_compute(double seconds, int log_fd, const struct stamp *start);
 

@@ -1,0 +1,124 @@
+import CPtrace
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Counts one thread's entries into the idle-wait system calls with per-thread perf_event
+/// counters on the `syscalls:sys_enter_*` tracepoints (DESIGN.md §2, "Loop turns").
+///
+/// An event loop enters its wait once per turn, whether or not the wait then sleeps, so a count
+/// that moved between two probes proves the loop turned even when the probe never caught it
+/// asleep — the case of a saturated server. Counting mode only: the kernel increments a number
+/// at syscall entry and never wakes the agent or stops the target. The counters are one perf
+/// group, so one `read(2)` returns all of them.
+public final class LoopTurnCounter {
+    /// Why the kernel counters cannot be used; the agent then falls back to the stack rule.
+    public enum Unavailable: Error, CustomStringConvertible, Equatable {
+        case noTracefs(String)
+        case noTracepoints
+        case notPermitted(String)
+        case failed(String)
+
+        public var description: String {
+            switch self {
+            case .noTracefs(let why): return "tracefs is not available (\(why))"
+            case .noTracepoints: return "this kernel has no syscall tracepoints (CONFIG_FTRACE_SYSCALLS)"
+            case .notPermitted(let why): return "perf_event_open on syscall tracepoints was refused (\(why)); it needs root, CAP_PERFMON (with CAP_DAC_READ_SEARCH for tracefs) or kernel.perf_event_paranoid ≤ -1"
+            case .failed(let why): return "perf_event_open failed: \(why)"
+            }
+        }
+    }
+
+    /// The waits an event loop turns through: the idle set plus io_uring's submission call.
+    public static let tracepointNames = [
+        "epoll_wait", "epoll_pwait", "epoll_pwait2", "poll", "ppoll", "select", "pselect6", "io_uring_enter",
+    ]
+
+    public let tid: Int32
+    /// Names of the tracepoints actually counted (a kernel may lack some, e.g. epoll_pwait2).
+    public let counted: [String]
+    private let fds: [Int32]
+    private var buffer: [UInt64]
+
+    public init(tid: Int32) throws {
+        let ids = try LoopTurnCounter.tracepointIDs()
+        var fds: [Int32] = []
+        var counted: [String] = []
+        for (name, id) in ids {
+            let fd = sa_perf_tracepoint_counter(id, tid, fds.first ?? -1)
+            if fd < 0 {
+                let error = errno
+                fds.forEach { close($0) }
+                switch error {
+                case EACCES, EPERM: throw Unavailable.notPermitted(String(cString: strerror(error)))
+                case ESRCH: throw StallAgentError.noSuchProcess(pid: tid)
+                default: throw Unavailable.failed("\(name): \(String(cString: strerror(error)))")
+                }
+            }
+            fds.append(fd)
+            counted.append(name)
+        }
+        self.tid = tid
+        self.fds = fds
+        self.counted = counted
+        buffer = Array(repeating: 0, count: fds.count + 1)
+    }
+
+    deinit { fds.forEach { close($0) } }
+
+    /// Total entries into the counted waits since the counter was opened; nil when the read
+    /// fails (the caller then treats the turn evidence as unavailable for this probe).
+    public func read() -> UInt64? {
+        let wanted = buffer.count * MemoryLayout<UInt64>.size
+        let got = buffer.withUnsafeMutableBytes { Glibc.read(fds[0], $0.baseAddress, wanted) }
+        guard got == wanted, buffer[0] == UInt64(fds.count) else { return nil }
+        return buffer[1...].reduce(0, &+)
+    }
+
+    // MARK: tracefs
+
+    /// Tracepoint ids are global: read once per agent.
+    private static let cachedIDs: Result<[(String, UInt64)], Unavailable> = Result { try readTracepointIDs() }
+        .mapError { $0 as? Unavailable ?? .failed("\($0)") }
+
+    static func tracepointIDs() throws -> [(String, UInt64)] { try cachedIDs.get() }
+
+    private static func readTracepointIDs() throws -> [(String, UInt64)] {
+        let root = try tracefsRoot()
+        let ids: [(String, UInt64)] = tracepointNames.compactMap { name in
+            guard let text = try? String(contentsOfFile: "\(root)/events/syscalls/sys_enter_\(name)/id", encoding: .utf8),
+                  let id = UInt64(text.trimmingCharacters(in: .whitespacesAndNewlines))
+            else { return nil }
+            return (name, id)
+        }
+        guard ids.contains(where: { $0.0.hasPrefix("epoll") || $0.0.hasPrefix("poll") }) else {
+            throw Unavailable.noTracepoints
+        }
+        return ids
+    }
+
+    /// The tracefs mount; as root, mounts it at /sys/kernel/tracing when nothing is mounted
+    /// (what `perf trace` and bpftrace do). The mount is the kernel's own and harmless to keep.
+    private static func tracefsRoot() throws -> String {
+        let candidates = ["/sys/kernel/tracing", "/sys/kernel/debug/tracing"]
+        for root in candidates where access("\(root)/events", F_OK) == 0 {
+            return root
+        }
+        if access("/sys/kernel/tracing", F_OK) == 0 {
+            if geteuid() != 0 { throw Unavailable.noTracefs("not mounted at /sys/kernel/tracing; only root can mount it") }
+            if mount("nodev", "/sys/kernel/tracing", "tracefs", 0, nil) == 0,
+               access("/sys/kernel/tracing/events", F_OK) == 0
+            {
+                return "/sys/kernel/tracing"
+            }
+            let error = errno
+            if error == EACCES || error == EPERM {
+                throw Unavailable.noTracefs("not mounted, and mounting it was refused: \(String(cString: strerror(error)))")
+            }
+            throw Unavailable.noTracefs("mount -t tracefs failed: \(String(cString: strerror(error)))")
+        }
+        throw Unavailable.noTracefs("/sys/kernel/tracing does not exist")
+    }
+}
