@@ -1,0 +1,135 @@
+import Foundation
+import Testing
+
+@testable import StallAgentKit
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Loop turns against real event loops under real ptrace (issue 10): a saturated loop that
+/// never sleeps is not a stall, one slow turn inside it is, a wait nested inside work is a
+/// blocked call, and a process parked in sigsuspend is idle — with the kernel counters and
+/// with the stack rule.
+@Suite(.serialized) struct LoopTurnIntegrationTests {
+    struct LoggedStep: Decodable {
+        var kind: String
+        var start_mono: Double
+        var end_mono: Double
+        var seconds: Double
+    }
+
+    static let modes: [LoopTurnMode] = [.auto, .stackRule]
+
+    func watch(pid: Int32, duration: Double, mode: LoopTurnMode, configure: (inout MonitorOptions) -> Void = { _ in })
+        throws -> (MonitorSummary, String)
+    {
+        var options = MonitorOptions()
+        options.reportDirectory = FileManager.default.temporaryDirectory
+            .appendingPathComponent("stallagent-test-\(UUID().uuidString)").path
+        options.duration = duration
+        options.quiet = true
+        options.loopTurns = mode
+        configure(&options)
+        let monitor = try StallMonitor(pid: pid, options: options, log: { _ in })
+        if mode == .stackRule {
+            #expect(monitor.loopTurnEvidence == .stackRule)
+        } else if geteuid() == 0 {
+            #expect(monitor.loopTurnEvidence == .kernelCounter, "\(monitor.loopTurnsNote ?? "")")
+        }
+        return (monitor.run(), options.reportDirectory)
+    }
+
+    func steps(_ path: String) throws -> [LoggedStep] {
+        try String(contentsOfFile: path, encoding: .utf8).split(separator: "\n").map {
+            try JSONDecoder().decode(LoggedStep.self, from: Data($0.utf8))
+        }
+    }
+
+    func overlapping(_ stalls: [MonitorSummary.Stall], _ step: LoggedStep) -> [MonitorSummary.Stall] {
+        stalls.filter { $0.startMonotonic < step.end_mono && $0.endMonotonic > step.start_mono }
+    }
+
+    @Test(arguments: modes)
+    func saturatedLoopIsSilentAndOneSlowTurnIsReportedOnce(mode: LoopTurnMode) throws {
+        let log = FileManager.default.temporaryDirectory.appendingPathComponent("loop-\(UUID().uuidString).jsonl").path
+        defer { unlink(log) }
+        let fixture = try FixtureProcess([
+            "loop", "--script", "saturate:4,spin:1.3,saturate:3", "--gap", "0.3", "--log", log, "--exit-when-done",
+        ])
+        let (summary, reportDir) = try watch(pid: fixture.pid, duration: 40, mode: mode)
+        defer { try? FileManager.default.removeItem(atPath: reportDir) }
+        #expect(summary.targetExited)
+        let logged = try steps(log)
+        #expect(logged.map(\.kind) == ["saturate", "spin", "saturate"])
+        for step in logged {
+            let found = overlapping(summary.stalls, step)
+            if step.kind == "saturate" {
+                #expect(found.isEmpty, "\(mode): the saturated loop was reported: \(found.map { "\($0.topFunction) \($0.duration)" })")
+                continue
+            }
+            #expect(found.count == 1, "\(mode): \(found.count) stalls for the slow turn")
+            guard let stall = found.first else { continue }
+            #expect(stall.topFunction == "busy_compute")
+            #expect(stall.reason == .hang || stall.reason == .starved)
+            // Kernel counter: within a probe interval or two; stack rule: within a sample
+            // interval. Both with room for a busy 2-core machine (scripts/bench measures).
+            #expect(abs(stall.duration - step.seconds) < 0.15, "\(mode): \(stall.duration) vs \(step.seconds)")
+        }
+        #expect(summary.stalls.count == 1, "\(summary.stalls.map { "\($0.topFunction) \($0.duration)" })")
+        #expect(summary.loopTurnEvidence != nil)
+        if summary.loopTurnEvidence == .kernelCounter {
+            // ~300 turns a second while saturated, 200 while idle (5 ms ticks).
+            #expect(Double(summary.loopTurns) / summary.watchedSeconds > 100, "\(summary.loopTurns) turns")
+        }
+        // The report says which evidence decided.
+        let text = try String(contentsOfFile: try #require(summary.stalls.first?.reportPath), encoding: .utf8)
+        #expect(text.contains("Loop Turns:"))
+        #expect(text.contains(summary.loopTurnEvidence?.rawValue ?? "?"))
+    }
+
+    @Test(arguments: modes)
+    func aNestedWaitInsideWorkIsBlocked(mode: LoopTurnMode) throws {
+        let log = FileManager.default.temporaryDirectory.appendingPathComponent("loop-\(UUID().uuidString).jsonl").path
+        defer { unlink(log) }
+        let fixture = try FixtureProcess([
+            "loop", "--script", "nested:1.6", "--gap", "0.5", "--log", log, "--exit-when-done",
+        ])
+        let (summary, reportDir) = try watch(pid: fixture.pid, duration: 30, mode: mode)
+        defer { try? FileManager.default.removeItem(atPath: reportDir) }
+        let step = try #require(try steps(log).first)
+        let found = overlapping(summary.stalls, step)
+        #expect(found.count == 1, "\(mode): \(summary.stalls.map { "\($0.reason.name) \($0.topFunction)" })")
+        let stall = try #require(found.first)
+        #expect(stall.reason == .blocked)
+        #expect(stall.topFunction == "nested_wait")
+        #expect(abs(stall.duration - step.seconds) < 0.15, "\(stall.duration) vs \(step.seconds)")
+        #expect(summary.stalls.count == 1)
+    }
+
+    /// nginx's master and signal-driven supervisors park in sigsuspend for their whole life:
+    /// that is their idle, not one endless blocked call.
+    @Test func aProcessParkedInSigsuspendIsIdle() throws {
+        let fixture = try FixtureProcess(["park"])
+        let (summary, reportDir) = try watch(pid: fixture.pid, duration: 2.5, mode: .auto) {
+            $0.threshold = 0.5
+            $0.launchThreshold = 0.5
+        }
+        defer { try? FileManager.default.removeItem(atPath: reportDir) }
+        #expect(summary.stalls.isEmpty, "\(summary.stalls.map { "\($0.reason.name) \($0.topFunction)" })")
+    }
+
+    /// `--busy-frame` turns a parking wait back into work for programs where it is one.
+    @Test func busyFrameMarksAParkingWaitAsWork() throws {
+        let fixture = try FixtureProcess(["park"])
+        let (summary, reportDir) = try watch(pid: fixture.pid, duration: 2.5, mode: .auto) {
+            $0.threshold = 0.5
+            $0.launchThreshold = 0.5
+            $0.busyFramePatterns = ["park_for_*"]
+        }
+        defer { try? FileManager.default.removeItem(atPath: reportDir) }
+        #expect(summary.stalls.count == 1)
+        #expect(summary.stalls.first?.reason == .blocked)
+        #expect(summary.stalls.first?.topFunction == "park_for_signals")
+    }
+}
