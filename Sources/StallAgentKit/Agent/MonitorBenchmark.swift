@@ -130,11 +130,135 @@ public final class MonitorBenchmark {
                    errors.max() ?? .nan, latencies.max() ?? .nan))
     }
 
+    /// What the loop-turn evidence costs a saturated event loop (it turns ~300 times a
+    /// second and never sleeps): requests served per second, unwatched vs watched with the
+    /// kernel counters vs watched with the stack rule (the /proc probe and stack samples),
+    /// alternating in one run. With redis-server and redis-benchmark installed, the same A/B on
+    /// Redis under load.
+    func loopTurnCost(rounds: Int, seconds: Double) throws {
+        let modes: [(name: String, extra: [String]?)] = [
+            ("unwatched", nil), ("kernel counter", ["--loop-turns", "kernel-counter"]),
+            ("stack rule", ["--loop-turns", "stack-rule"]),
+        ]
+        var rates: [String: [Double]] = [:]
+        var summaries: [String: String] = [:]
+        for _ in 0..<rounds {
+            for mode in modes {
+                let fixture = try BenchmarkFixture(
+                    fixtures, ["loop", "--script", "saturate:\(seconds)", "--gap", "0.2", "--exit-when-done"])
+                defer { _ = try? fixture.finish() }
+                if let extra = mode.extra {
+                    summaries[mode.name] = try runAgent(pid: fixture.pid, seconds: seconds + 0.6, extra: extra)
+                }
+                guard let line = fixture.waitForLine(prefix: "saturated", timeout: seconds + 10),
+                      let requests = Self.field(line, "requests"), let elapsed = Self.field(line, "seconds"), elapsed > 0
+                else { continue }
+                rates[mode.name, default: []].append(requests / elapsed)
+            }
+        }
+        log("\nloop-turn evidence on a saturated loop (loop --script saturate), \(rounds) rounds of \(Int(seconds)) s, alternating")
+        let base = Percentiles(rates["unwatched"] ?? []).p50
+        for mode in modes {
+            let rate = Percentiles(rates[mode.name] ?? []).p50
+            let loss = base > 0 && mode.extra != nil ? String(format: "  loss %.2f %%", 100 * (base - rate) / base) : ""
+            log(String(format: "  %-15@ requests/s median %.1f%@", mode.name as NSString, rate, loss))
+            if let summary = summaries[mode.name] {
+                let loop = summary.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }
+                    .first { $0.hasPrefix("loop:") } ?? "?"
+                log("    stalls: \(Self.stallCount(summary)); \(loop); \(agentLine(summary))")
+            }
+        }
+        log("  goal: no stall reported; counter cost within noise of unwatched")
+        try redisLoopTurnCost(rounds: rounds)
+    }
+
+    private func redisLoopTurnCost(rounds: Int) throws {
+        guard let server = ["/usr/bin/redis-server"].first(where: { FileManager.default.isExecutableFile(atPath: $0) }),
+              FileManager.default.isExecutableFile(atPath: "/usr/bin/redis-benchmark")
+        else {
+            log("  (Redis A/B skipped: apt-get install redis-server redis-tools)")
+            return
+        }
+        let port = 26_379
+        let redis = Process()
+        redis.executableURL = URL(fileURLWithPath: server)
+        redis.arguments = ["--port", "\(port)", "--save", "", "--appendonly", "no", "--daemonize", "no"]
+        redis.standardOutput = FileHandle.nullDevice
+        try redis.run()
+        defer {
+            redis.terminate()
+            redis.waitUntilExit()
+        }
+        usleep(300_000)
+        func benchmark() -> Double? {
+            let process = Process()
+            let pipe = Pipe()
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/redis-benchmark")
+            process.arguments = ["-p", "\(port)", "-q", "-t", "set,get", "-n", "200000", "-c", "20"]
+            process.standardOutput = pipe
+            guard (try? process.run()) != nil else { return nil }
+            let out = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            process.waitUntilExit()
+            // "SET: 81234.56 requests per second, p50=…": sum of both tests' rates.
+            let values = out.split(whereSeparator: { $0 == "\n" || $0 == "\r" }).compactMap { line -> Double? in
+                guard let colon = line.firstIndex(of: ":") else { return nil }
+                return Double(line[line.index(after: colon)...].split(separator: " ").first ?? "")
+            }
+            return values.isEmpty ? nil : values.reduce(0, +) / Double(values.count)
+        }
+        var rates: [String: [Double]] = [:]
+        var summaries: [String: String] = [:]
+        for _ in 0..<rounds {
+            for mode in ["unwatched", "kernel counter", "stack rule"] {
+                var agent: Process?
+                let err = FileManager.default.temporaryDirectory.appendingPathComponent("mbench-redis-\(UUID().uuidString)")
+                FileManager.default.createFile(atPath: err.path, contents: nil)
+                defer { unlink(err.path) }
+                let dir = reportDir()
+                defer { try? FileManager.default.removeItem(atPath: dir) }
+                if mode != "unwatched" {
+                    let process = Process()
+                    process.executableURL = agentBinary
+                    process.arguments = ["--pid", "\(redis.processIdentifier)", "--report-dir", dir,
+                                         "--loop-turns", mode == "stack rule" ? "stack-rule" : "kernel-counter"]
+                    process.standardError = try FileHandle(forWritingTo: err)
+                    try process.run()
+                    agent = process
+                    usleep(300_000)
+                }
+                if let rate = benchmark() { rates[mode, default: []].append(rate) }
+                if let agent {
+                    agent.interrupt()
+                    agent.waitUntilExit()
+                    summaries[mode] = (try? String(contentsOf: err, encoding: .utf8)) ?? ""
+                }
+            }
+        }
+        log("  Redis \(rounds) rounds of redis-benchmark -t set,get -n 200000 -c 20, alternating:")
+        let base = Percentiles(rates["unwatched"] ?? []).p50
+        for mode in ["unwatched", "kernel counter", "stack rule"] {
+            let rate = Percentiles(rates[mode] ?? []).p50
+            let loss = base > 0 && mode != "unwatched" ? String(format: "  loss %.2f %%", 100 * (base - rate) / base) : ""
+            log(String(format: "  %-15@ requests/s median %.0f%@", mode as NSString, rate, loss))
+            if let summary = summaries[mode] { log("    stalls: \(Self.stallCount(summary)); \(agentLine(summary))") }
+        }
+    }
+
+    static func field(_ line: String, _ key: String) -> Double? {
+        line.split(separator: " ").first { $0.hasPrefix(key + "=") }.flatMap { Double($0.dropFirst(key.count + 1)) }
+    }
+
+    static func stallCount(_ summary: String) -> String {
+        summary.split(separator: "\n").first { $0.contains("stallagent: watched") }
+            .map { String($0.split(separator: ":").last ?? "?").trimmingCharacters(in: .whitespaces) } ?? "?"
+    }
+
     public func run(quick: Bool) throws {
         log("stallagent monitor benchmark — \(ProcessInfo.processInfo.activeProcessorCount) CPUs")
         try idleTarget(seconds: quick ? 5 : 20)
         try busyThroughput(rounds: quick ? 2 : 4, seconds: quick ? 3 : 5)
         try pauseAt200Hz(seconds: quick ? 1 : 2)
+        try loopTurnCost(rounds: quick ? 2 : 4, seconds: quick ? 3 : 5)
         try accuracy(loopProbe: false)
         try accuracy(loopProbe: true)
     }

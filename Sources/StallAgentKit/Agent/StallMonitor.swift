@@ -64,6 +64,7 @@ public final class StallMonitor {
     private var idleEntries: UInt64 = 0
     private var homeWaits = HomeWaitTracker()
     private var lastWaitSite: HomeWaitTracker.Site?
+    private var canonicalWaitSites: [HomeWaitTracker.Site: HomeWaitTracker.Site] = [:]
     /// Home waits whose stacks gave the stack rule its loop frames.
     private var learnedLoopSites: Set<HomeWaitTracker.Site> = []
     private var loopFrameUnion: [SampledFrame] = []
@@ -402,13 +403,36 @@ public final class StallMonitor {
             lastWaitSite = nil
             return nil
         }
-        let site = HomeWaitTracker.Site(pc: pc, sp: sp)
+        let site = waitSite(raw: HomeWaitTracker.Site(pc: pc, sp: sp), syscall: syscall)
         let verdict = homeWaits.classify(site, newEntry: turned || lastWaitSite != site)
         lastWaitSite = site
         if verdict == .home, loopTurnEvidence == .stackRule, !learnedLoopSites.contains(site) {
             learnLoopFrames(site: site, syscall: syscall)
         }
         return verdict
+    }
+
+    /// A wait's site is its caller outside the wrapper's library (return address and stack
+    /// address of the first frame in another module), not the syscall instruction: glibc
+    /// reaches one `syscall` instruction at two stack depths (single- vs multi-threaded
+    /// cancellation path), and newer glibc adds frames of its own. Unwound once per raw
+    /// (pc, sp), without a stop; the raw pair is the site when the unwind fails.
+    private func waitSite(raw: HomeWaitTracker.Site, syscall: ProcSyscallInfo) -> HomeWaitTracker.Site {
+        if let known = canonicalWaitSites[raw] { return known }
+        guard let snapshot = inspector.capturer.captureWithoutStop(
+            pid: inspector.pid, tid: inspector.pid, info: syscall, probe: probe, stackEnd: inspector.stackEnd)
+        else { return raw }
+        let frames = inspector.unwinder.unwind(snapshot).frames
+        var site = raw
+        if frames.count >= 2 {
+            let wrapper = inspector.modules.module(containing: frames[0].address)?.start
+            let caller = frames.dropFirst().first { inspector.modules.module(containing: $0.address)?.start != wrapper }
+                ?? frames[1]
+            site = HomeWaitTracker.Site(pc: caller.address, sp: caller.stackPointer)
+        }
+        if canonicalWaitSites.count > 4096 { canonicalWaitSites.removeAll() }
+        canonicalWaitSites[raw] = site
+        return site
     }
 
     /// The stack rule's loop frames: the home wait's stack, read without a stop, once per home.
@@ -498,16 +522,17 @@ public final class StallMonitor {
     }
 
     private func isBackInLoop(_ snapshot: ThreadSnapshot) -> Bool {
-        if let (number, _) = snapshot.interruptedSyscall {
-            return classifier.idleSyscalls.contains(number)
-                && homeWaits.homes.contains(HomeWaitTracker.Site(pc: snapshot.registers.pc, sp: snapshot.registers.sp))
-        }
-        if let info = snapshot.syscall, let number = info.syscallNumber, classifier.idleSyscalls.contains(number),
-           let sp = info.stackPointer, let pc = info.programCounter
+        var raw: HomeWaitTracker.Site?
+        if let (number, _) = snapshot.interruptedSyscall, classifier.idleSyscalls.contains(number) {
+            raw = HomeWaitTracker.Site(pc: snapshot.registers.pc, sp: snapshot.registers.sp)
+        } else if let info = snapshot.syscall, let number = info.syscallNumber, classifier.idleSyscalls.contains(number),
+                  let sp = info.stackPointer, let pc = info.programCounter
         {
-            return homeWaits.homes.contains(HomeWaitTracker.Site(pc: pc, sp: sp))
+            raw = HomeWaitTracker.Site(pc: pc, sp: sp)
         }
-        return false
+        guard let raw else { return false }
+        // Only sites already seen from /proc have a known caller; an unknown one is not home.
+        return canonicalWaitSites[raw].map { homeWaits.homes.contains($0) } ?? false
     }
 
     private func isFileIO(syscall number: Int, fd: UInt64) -> Bool {
