@@ -24,6 +24,11 @@ public struct DetectorConfiguration: Hashable, Codable, Sendable {
     /// What tells the agent the loop turned; reports name it. With `.stackRule` the samples
     /// decide (see `StallDetector.record`); otherwise the agent passes `loopTurned` to `observe`.
     public var loopTurnEvidence: LoopTurnEvidence?
+    /// A gap between two probes longer than this (the agent itself was held up: a first
+    /// symbolization of a huge binary, a stopped agent) that ends with the loop turned or idle
+    /// says nothing of when in the gap that happened: the episode ends at the probe before it,
+    /// so the agent's own delay never becomes the target's stall.
+    public var maximumProbeGap: Double = 0.1
     public var usesStackRule: Bool { loopTurnEvidence == .stackRule }
 
     public init(

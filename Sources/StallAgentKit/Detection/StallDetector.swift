@@ -127,12 +127,18 @@ public struct StallDetector: Sendable {
     /// backwards would otherwise produce negative intervals).
     /// `loopTurned`: the loop entered its wait at least once since the previous probe.
     public mutating func observe(_ observation: ThreadObservation, loopTurned: Bool = false) -> [DetectorEvent] {
+        var events: [DetectorEvent] = []
         if let previous = lastObservation {
             guard observation.time >= previous.time else { return [] }
+            let ends = loopTurned || observation.activity == .idle || observation.activity == .gone
+            if episode != nil, ends, observation.time - previous.time > configuration.maximumProbeGap {
+                events += checkAge(at: previous.time)
+                events += closeEpisode(
+                    at: previous.time, ending: observation.activity == .gone ? .targetDied : .returnedToIdle)
+            }
             if episode != nil { account(from: previous, to: observation) }
         }
         lastObservation = observation
-        var events: [DetectorEvent] = []
         if loopTurned, observation.activity.isBusy || observation.activity == .stopped {
             if episode != nil {
                 events += checkAge(at: observation.time)

@@ -56,6 +56,17 @@ struct LoopTurnDetectionTests {
         #expect(detector.phase == .loop)
     }
 
+    /// The agent itself was held up for 1.3 s (a first symbolization of a 100 MB binary) and
+    /// then found the loop had turned: the target's loop did turn somewhere in that gap, so the
+    /// gap is not the target's stall.
+    @Test func anAgentGapThatEndsInATurnIsNotAStall() {
+        var detector = StallDetector(configuration: DetectorConfiguration(startsInLaunchPhase: false, loopTurnEvidence: .kernelCounter))
+        var events = detector.observe(ThreadObservation(time: 1.00, activity: .running), loopTurned: true)
+        events += detector.observe(ThreadObservation(time: 2.30, activity: .running), loopTurned: true)
+        events += detector.observe(ThreadObservation(time: 2.31, activity: .idle))
+        #expect(events.allSatisfy { $0.snapshot == nil }, "\(events.map(\.kind))")
+    }
+
     // MARK: stack rule
 
     private func stackRuleDetector() -> StallDetector {
