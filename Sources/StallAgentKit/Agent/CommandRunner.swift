@@ -110,6 +110,10 @@ public final class CommandRunner {
         _ = try ReportWriter(directory: options.monitor.reportDirectory)
         _ = sa_set_child_subreaper()
         ForwardedSignals.install()
+        // The command's status must survive a reader that went away (`stallagent -- t | head`):
+        // a late annotation or summary line gets EPIPE instead of killing the agent. The
+        // command gets SIGPIPE's default back (sa_spawn resets every signal).
+        signal(SIGPIPE, SIG_IGN)
         ownGroup = CommandRunner.commandGetsOwnGroup
         child = try spawn()
         let start = MonotonicTime.seconds()

@@ -111,6 +111,21 @@ import Glibc
         #expect(run.summary.contains("killed by --kill-after"))
     }
 
+    /// A reader that went away (`stallagent … | head`) does not change the status: the late
+    /// annotations meet EPIPE, not SIGPIPE.
+    @Test func closedReaderDoesNotChangeTheStatus() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("cipipe-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let script = """
+            ( GITHUB_ACTIONS=true '\(agent.path)' --report-dir '\(dir.path)/reports' --timeout 1s -- sleep 30 2>/dev/null
+              echo $? > '\(dir.path)/status' ) | true
+            cat '\(dir.path)/status'
+            """
+        let result = try CleanProcess.runShell(script)
+        #expect(result.stdout == "124\n", "\(result.stdout) \(result.stderr)")
+    }
+
     /// The byte before a regular file's write position is read back; a pipe cannot tell, so
     /// the answer there is "not at a line start" (a blank line rather than a lost annotation).
     @Test func lineStartOfStandardOutput() throws {
