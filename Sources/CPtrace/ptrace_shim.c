@@ -60,7 +60,7 @@ pid_t sa_gettid(void) { return (pid_t)syscall(SYS_gettid); }
 
 int sa_tgkill(pid_t tgid, pid_t tid, int sig) { return (int)syscall(SYS_tgkill, tgid, tid, sig); }
 
-int sa_spawn(const char *path, char *const argv[], char *const envp[], pid_t *pid) {
+int sa_spawn(const char *path, char *const argv[], char *const envp[], int new_group, pid_t *pid) {
   posix_spawnattr_t attr;
   int rc = posix_spawnattr_init(&attr);
   if (rc != 0) return rc;
@@ -69,7 +69,12 @@ int sa_spawn(const char *path, char *const argv[], char *const envp[], pid_t *pi
   sigfillset(&all);
   posix_spawnattr_setsigmask(&attr, &none);
   posix_spawnattr_setsigdefault(&attr, &all);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+  short flags = POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF;
+  if (new_group) {
+    posix_spawnattr_setpgroup(&attr, 0);
+    flags |= POSIX_SPAWN_SETPGROUP;
+  }
+  posix_spawnattr_setflags(&attr, flags);
   if (strchr(path, '/') != NULL) {
     rc = posix_spawn(pid, path, NULL, &attr, argv, envp);
   } else {

@@ -13,13 +13,20 @@ struct Run: ParsableCommand {
             stallagent [options] -- COMMAND [ARGS…]  (same as `stallagent run [options] -- …`)
 
             The command keeps stdin/stdout/stderr; INT, TERM, HUP, QUIT, USR1 and USR2 are \
-            forwarded to it; every descendant is reaped. Each process that runs an event loop \
-            (seen idle at least once) is watched for stalls; a test runner that is simply busy \
-            is not reported unless --launch-threshold is given.
+            forwarded to it, each exactly once: with a controlling terminal the command stays \
+            in the agent's process group (job control works; Ctrl-C reached it already and is \
+            not sent again); without one (CI, systemd, cron) it leads a group of its own, and \
+            INT, TERM and HUP go to that whole group. Every descendant is reaped. Each process \
+            that runs an event loop (seen idle at least once) is watched for stalls; a test \
+            runner that is simply busy is not reported unless --launch-threshold is given.
 
-            Exit status: the command's (128+N if a signal N killed it); 86 if --on-stall fail \
-            and stalls were found while the command succeeded; 124 if --timeout expired or \
-            --kill-after terminated a stalled process; 125 the agent's own error; 126 the \
+            Exit status, as timeout(1): the command's, whatever its value (0-255), or 128+N if \
+            signal N killed it; if the agent received INT, TERM or HUP and the command died of \
+            it, the agent dies of that signal too, so a shell loop stops on Ctrl-C. 86 if \
+            --on-stall fail and stalls were found while the command succeeded; 124 if --timeout \
+            expired or --kill-after terminated a stalled process (the JUnit file, annotations \
+            and step summary then fail too); 125 the agent's own error, found before the \
+            command starts (bad option, unusable report directory or --junit file); 126 the \
             command cannot be executed; 127 it was not found.
             """)
 
@@ -32,7 +39,7 @@ struct Run: ParsableCommand {
     @Option(name: .customLong("follow"), help: ArgumentHelp("Watch only descendants whose name contains NAME (repeatable); the command itself is always watched.", valueName: "name"))
     var follow: [String] = []
 
-    @Option(help: ArgumentHelp("Write a JUnit XML file: one failing testcase per stall.", valueName: "file"))
+    @Option(help: ArgumentHelp("Write a JUnit XML file: a failing testcase per stall and per process captured at --timeout (checked writable before the command starts).", valueName: "file"))
     var junit: String?
 
     @Flag(help: "Preload libstallprobe.so into the command: exact event-loop boundaries from inside (epoll_wait, poll, select on the main thread).")
@@ -71,24 +78,12 @@ struct Run: ParsableCommand {
         }
         let runner = CommandRunner(command: command, options: options, log: { FileHandleOutput.standardError($0 + "\n") })
         let started = Date()
+        let outcome: RunOutcome
         do {
-            let (status, summaries) = try runner.run()
-            if let junit {
-                do {
-                    try JUnitReport.write(
-                        JUnitReport.render(summaries: summaries, command: command, seconds: Date().timeIntervalSince(started)), to: junit)
-                } catch {
-                    FileHandleOutput.standardError("stallagent: warning: could not write \(junit): \(error.localizedDescription)\n")
-                }
-            }
-            if GitHubActionsOutput.isActive {
-                GitHubActionsOutput.emit(summaries: summaries, reportDirectory: options.monitor.reportDirectory, write: FileHandleOutput.standardOutput)
-            }
-            let stalls = summaries.flatMap(\.stalls)
-            if !stalls.isEmpty || !runner.snapshotReports.isEmpty {
-                FileHandleOutput.standardError(RunSummaryTable.render(summaries: summaries, snapshots: runner.snapshotReports, reportDirectory: options.monitor.reportDirectory) + "\n")
-            }
-            throw ExitCode(status)
+            // A JUnit file that cannot be written would turn a red run green in CI: refuse
+            // before the command starts, not after it ran for an hour.
+            if let junit { try JUnitReport.checkWritable(junit) }
+            outcome = try runner.run()
         } catch let error as CommandRunner.RunError {
             FileHandleOutput.standardError("stallagent: \(error)\n")
             throw ExitCode(error.exitCode)
@@ -96,5 +91,27 @@ struct Run: ParsableCommand {
             FileHandleOutput.standardError("stallagent: error: \(error)\n")
             throw ExitCode(RunExitCode.agentError)
         }
+        if let junit {
+            do {
+                try JUnitReport.write(
+                    JUnitReport.render(outcome: outcome, command: command, seconds: Date().timeIntervalSince(started)), to: junit)
+            } catch {
+                FileHandleOutput.standardError("stallagent: warning: could not write \(junit): \(error.localizedDescription)\n")
+            }
+        }
+        if GitHubActionsOutput.isActive {
+            GitHubActionsOutput.emit(outcome: outcome, reportDirectory: options.monitor.reportDirectory, write: FileHandleOutput.standardOutput)
+        }
+        if !outcome.stalls.isEmpty || outcome.expiredTimeout != nil {
+            FileHandleOutput.standardError(RunSummaryTable.render(outcome: outcome, reportDirectory: options.monitor.reportDirectory) + "\n")
+        }
+        throw WrappedCommandExit(status: outcome.status, dieOfSignal: outcome.dieOfSignal)
     }
+}
+
+/// The end of a wrapped run. Not an `ExitCode`: the agent maps its own failures (1, 64) to
+/// 125 by value, and the command's status must pass through whatever its value.
+struct WrappedCommandExit: Error {
+    var status: Int32
+    var dieOfSignal: Int32?
 }

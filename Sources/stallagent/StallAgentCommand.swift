@@ -19,7 +19,8 @@ struct StallAgentCommand: ParsableCommand {
             5 not traceable (zombie, kernel thread, already traced); 6 capture timed out; \
             64 bad arguments; 69 metrics address unusable (e.g. port in use); 73 report \
             directory unusable; 78 bad configuration file; 1 other errors. Wrapping a command: \
-            its own status, 86 stalls with --on-stall fail, 124 timeout, 125 agent error.
+            its own status whatever the value (128+N for signal N), 86 stalls with --on-stall \
+            fail, 124 timeout, 125 agent error, 126 cannot execute, 127 not found.
             """,
         subcommands: [Watch.self, Run.self, Dump.self, Symbolicate.self, Demo.self, Bench.self, GenerateManPage.self],
         defaultSubcommand: Watch.self
@@ -46,6 +47,10 @@ extension StallAgentCommand {
         do {
             var command = try parseAsRoot(arguments)
             try command.run()
+        } catch let end as WrappedCommandExit {
+            fflush(stdout)
+            if let sig = end.dieOfSignal { ForwardedSignals.die(of: sig) }
+            Glibc.exit(end.status)
         } catch {
             let code = exitCode(for: error)
             if wrapping, code.rawValue == 64 || code.rawValue == 1 {

@@ -42,8 +42,9 @@ int sa_tgkill(pid_t tgid, pid_t tid, int sig);
 
 /// Spawns `path` (searched in PATH when it has no slash) with `argv`/`envp`, with every
 /// signal unblocked and at its default action in the child, whatever the agent inherited.
+/// With `new_group` nonzero the child leads a process group of its own (POSIX_SPAWN_SETPGROUP).
 /// Returns 0 and sets *pid, or an errno (ENOENT: not found; EACCES/ENOEXEC: not executable).
-int sa_spawn(const char *path, char *const argv[], char *const envp[], pid_t *pid);
+int sa_spawn(const char *path, char *const argv[], char *const envp[], int new_group, pid_t *pid);
 
 /// prctl(PR_SET_CHILD_SUBREAPER, 1): orphaned descendants are re-parented to us, not init,
 /// so a wrapper can watch and reap them.

@@ -16,9 +16,11 @@ public final class CommandRunner {
     private var finishedSummaries: [MonitorSummary] = []
     private var refused: Set<Int32> = []
     private var childStatus: Int32?
+    private var childSignal: Int32?
     private var child: Int32 = 0
+    private var ownGroup = false
     private var timedOut = false
-    private var snapshotPaths: [String] = []
+    private var snapshots: [TimeoutSnapshot] = []
 
     public init(command: [String], options: RunOptions, log: @escaping (String) -> Void) {
         self.command = command
@@ -52,7 +54,7 @@ public final class CommandRunner {
             argv.forEach { free($0) }
             envp.forEach { free($0) }
         }
-        let rc = sa_spawn(program, argv, envp, &pid)
+        let rc = sa_spawn(program, argv, envp, ownGroup ? 1 : 0, &pid)
         switch rc {
         case 0: return pid
         case ENOENT: throw RunError.commandNotFound(program)
@@ -80,12 +82,39 @@ public final class CommandRunner {
         }
     }
 
-    /// Runs to completion and returns the wrapper's exit status.
-    public func run() throws -> (status: Int32, summaries: [MonitorSummary]) {
+    /// Whether the command should lead a process group of its own: only when the agent has
+    /// no controlling terminal. With one, the command must stay in the agent's (foreground)
+    /// group to read the terminal and to stop with it on Ctrl-Z; without one there is no job
+    /// control to keep, and a group of its own is what lets a signal sent to the agent's
+    /// whole group reach the command once (through the agent) instead of twice.
+    public static var commandGetsOwnGroup: Bool {
+        let tty = open("/dev/tty", O_RDONLY | O_NOCTTY | O_CLOEXEC)
+        guard tty >= 0 else { return true }
+        close(tty)
+        return false
+    }
+
+    /// Where a received signal goes, if anywhere. In its own group the command gets every
+    /// signal from us; INT, TERM and HUP go to its whole group, as a terminal or a group kill
+    /// would have sent them, the others (often meant for one program: a reload, dd's
+    /// progress, and deadly to the rest by default) to the command alone. In our group, a
+    /// terminal-generated signal reached it already.
+    func forwardingTarget(of sig: Int32, fromTerminal: Bool) -> pid_t? {
+        if ownGroup { return ForwardedSignals.fatal.contains(sig) ? -child : child }
+        return fromTerminal ? nil : child
+    }
+
+    /// Runs to completion and says how the run ended.
+    public func run() throws -> RunOutcome {
         // Fail on an unusable report directory before starting anything.
         _ = try ReportWriter(directory: options.monitor.reportDirectory)
         _ = sa_set_child_subreaper()
         ForwardedSignals.install()
+        // The command's status must survive a reader that went away (`stallagent -- t | head`):
+        // a late annotation or summary line gets EPIPE instead of killing the agent. The
+        // command gets SIGPIPE's default back (sa_spawn resets every signal).
+        signal(SIGPIPE, SIG_IGN)
+        ownGroup = CommandRunner.commandGetsOwnGroup
         child = try spawn()
         let start = MonotonicTime.seconds()
         var nextProbe = start
@@ -94,7 +123,11 @@ public final class CommandRunner {
         var random = JitterGenerator(seed: UInt64(truncatingIfNeeded: start.bitPattern) ^ UInt64(child))
         while childStatus == nil || !monitors.isEmpty {
             let now = MonotonicTime.seconds()
-            for sig in ForwardedSignals.take() { Glibc.kill(child, sig) }
+            for (sig, fromTerminal) in ForwardedSignals.take() {
+                guard let target = forwardingTarget(of: sig, fromTerminal: fromTerminal) else { continue }
+                // A command that left its group (setpgid) still gets the signal itself.
+                if Glibc.kill(target, sig) != 0, target != child { Glibc.kill(child, sig) }
+            }
             reapExited()
             if childStatus != nil {
                 // One more probe lets each monitor see its target gone (a stall it was in
@@ -115,9 +148,10 @@ public final class CommandRunner {
                     timedOut = true
                     log("stallagent: --timeout \(Format.seconds(timeout)) reached: capturing every watched process, then terminating \(command[0]) [\(child)]")
                     for (_, monitor) in monitors.sorted(by: { $0.key < $1.key }) {
-                        if let path = monitor.writeSnapshotReport(at: now) {
-                            snapshotPaths.append(path)
-                            log("stallagent: snapshot of \(monitor.inspector.name) [\(monitor.inspector.pid)] → \(path)")
+                        let snapshot = monitor.writeSnapshotReport(at: now)
+                        snapshots.append(snapshot)
+                        if let path = snapshot.reportPath {
+                            log("stallagent: snapshot of \(snapshot.name) [\(snapshot.pid)] → \(path)")
                         }
                     }
                     terminateTree(SIGTERM)
@@ -132,16 +166,22 @@ public final class CommandRunner {
         }
         // Reap what is left without waiting for it (a daemon the command started runs on).
         reapExited()
-        let summaries = finishedSummaries
-        let stalls = summaries.flatMap(\.stalls)
-        let commandStatus = childStatus ?? RunExitCode.agentError
-        var status = commandStatus
-        if timedOut || stalls.contains(where: \.terminated) {
-            status = RunExitCode.timedOut
-        } else if commandStatus == 0, options.onStall == .fail, !stalls.isEmpty {
-            status = RunExitCode.stallsFound
+        var outcome = RunOutcome(status: RunExitCode.agentError, commandStatus: childStatus, commandSignal: childSignal)
+        outcome.summaries = finishedSummaries
+        outcome.snapshots = snapshots
+        outcome.expiredTimeout = timedOut ? options.timeout : nil
+        // The command's status passes through whatever its value; 125 only when the agent
+        // lost it (it cannot, short of a bug, but it must not invent a status).
+        if outcome.isFailure {
+            outcome.status = RunExitCode.timedOut
+        } else if let status = childStatus {
+            outcome.status = status == 0 && options.onStall == .fail && !outcome.stalls.isEmpty
+                ? RunExitCode.stallsFound : status
+            if let sig = childSignal, ForwardedSignals.fatal.contains(sig), ForwardedSignals.received(sig) {
+                outcome.dieOfSignal = sig
+            }
         }
-        return (status, summaries)
+        return outcome
     }
 
     private func reapExited() {
@@ -150,10 +190,16 @@ public final class CommandRunner {
             var signaled: Int32 = 0
             let pid = sa_reap_one(&status, &signaled)
             if pid <= 0 { break }
-            if pid == child { childStatus = status }
+            if pid == child {
+                childStatus = status
+                childSignal = signaled == 0 ? nil : signaled
+            }
         }
         // A capture that was under way when the command exited may have reaped it.
-        if childStatus == nil, let status = ReapedExitLedger.shared.take(pid: child) { childStatus = status }
+        if childStatus == nil, let reaped = ReapedExitLedger.shared.take(pid: child) {
+            childStatus = reaped.status
+            childSignal = reaped.signal == 0 ? nil : reaped.signal
+        }
     }
 
     private func collectFinished(all: Bool) {
@@ -205,8 +251,8 @@ public final class CommandRunner {
     /// The command and every process under it (or re-parented to us).
     private func terminateTree(_ sig: Int32) {
         Glibc.kill(child, sig)
+        // Its own group also holds descendants not watched (--follow) or not yet discovered.
+        if ownGroup { Glibc.kill(-child, sig) }
         for pid in monitors.keys where pid != child { Glibc.kill(pid, sig) }
     }
-
-    public var snapshotReports: [String] { snapshotPaths }
 }

@@ -308,8 +308,9 @@ public final class StallMonitor {
     }
 
     /// An on-demand capture (0xbaaaaaad): where the main thread is right now, busy or not —
-    /// the evidence a timeout leaves behind. Returns the text report's path.
-    public func writeSnapshotReport(at now: Double) -> String? {
+    /// the evidence a timeout leaves behind. Says where the text report went and what the
+    /// thread was doing.
+    public func writeSnapshotReport(at now: Double) -> TimeoutSnapshot {
         let (_, _, classification) = inspector.classify(tid: inspector.pid)
         var sample: StackSample?
         if let (_, stack) = try? inspector.captureStack(tid: inspector.pid, activity: classification.activity) {
@@ -321,12 +322,15 @@ public final class StallMonitor {
         }
         let snapshot = detector.captureSnapshot(at: now, idleSample: sample)
         let report = StallReport(snapshot: snapshot, context: context(for: snapshot))
+        var path: String?
         do {
-            return try writer.write(report, folded: nil).text
+            path = try writer.write(report, folded: nil).text
         } catch {
             log("stallagent: warning: could not write the snapshot report: \(error)")
-            return nil
         }
+        return TimeoutSnapshot(
+            pid: inspector.pid, name: inspector.name, reportPath: path, topFunction: culprit(snapshot, report),
+            activity: classification.detail.isEmpty ? classification.activity.rawValue : classification.detail)
     }
 
     // MARK: Probing

@@ -7,23 +7,24 @@ import Synchronization
 /// exits with the command's real status.
 public final class ReapedExitLedger: @unchecked Sendable {
     public static let shared = ReapedExitLedger()
-    private let statuses = Mutex<[Int32: Int32]>([:])
+    private let statuses = Mutex<[Int32: (status: Int32, signal: Int32)]>([:])
 
     /// Records a raw wait status that reports an exit or a signal death.
     func record(pid: Int32, rawStatus: Int32) {
-        let status: Int32
+        let entry: (status: Int32, signal: Int32)
         if sa_wifexited(rawStatus) != 0 {
-            status = sa_wexitstatus(rawStatus)
+            entry = (sa_wexitstatus(rawStatus), 0)
         } else if sa_wifsignaled(rawStatus) != 0 {
-            status = 128 + sa_wtermsig(rawStatus)
+            entry = (128 + sa_wtermsig(rawStatus), sa_wtermsig(rawStatus))
         } else {
             return
         }
-        statuses.withLock { $0[pid] = status }
+        statuses.withLock { $0[pid] = entry }
     }
 
-    /// The shell-style status (exit code, or 128 + signal) if capture reaped `pid`.
-    public func take(pid: Int32) -> Int32? {
+    /// The shell-style status (exit code, or 128 + signal) if capture reaped `pid`, and the
+    /// signal that killed it (0 when it exited): 130 from `exit 130` is not a SIGINT death.
+    public func take(pid: Int32) -> (status: Int32, signal: Int32)? {
         statuses.withLock { $0.removeValue(forKey: pid) }
     }
 }
