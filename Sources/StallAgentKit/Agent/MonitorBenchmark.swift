@@ -212,7 +212,7 @@ public final class MonitorBenchmark {
             for mode in ["unwatched", "kernel counter", "stack rule"] {
                 var agent: Process?
                 let err = FileManager.default.temporaryDirectory.appendingPathComponent("mbench-redis-\(UUID().uuidString)")
-                FileManager.default.createFile(atPath: err.path, contents: nil)
+                _ = FileManager.default.createFile(atPath: err.path, contents: nil)
                 defer { unlink(err.path) }
                 let dir = reportDir()
                 defer { try? FileManager.default.removeItem(atPath: dir) }

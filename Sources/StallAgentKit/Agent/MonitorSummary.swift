@@ -35,6 +35,8 @@ public struct MonitorSummary: Sendable {
     public var loopTurnEvidence: LoopTurnEvidence?
     public var loopTurns: UInt64 = 0
     public var busySeconds = 0.0
+    /// The longest busy turn seen (stalls included).
+    public var longestTurn = 0.0
 
     /// The few lines printed when the watch ends.
     public func render() -> String {
@@ -60,9 +62,9 @@ public struct MonitorSummary: Sendable {
         }
         if let evidence = loopTurnEvidence, watchedSeconds > 0 {
             let busy = 100 * min(1, busySeconds / watchedSeconds)
-            lines.append(String(format: "  loop: %@%llu turns (%.1f/s), busy %.1f %% of the time; turns from the %@",
+            lines.append(String(format: "  loop: %@%llu turns (%.1f/s), busy %.1f %% of the time, longest turn %.2f s; turns from the %@",
                                 evidence == .stackRule ? "≥ " : "", loopTurns, Double(loopTurns) / watchedSeconds, busy,
-                                evidence.rawValue))
+                                longestTurn, evidence.rawValue))
         }
         lines.append("  reports: \(reportDirectory)")
         lines.append(String(format: "  agent: %d samples, %d with a ptrace stop, CPU %.2f s (%.2f %% of a core), peak RSS %.1f MB",

@@ -62,6 +62,12 @@ public final class StallMonitor {
     /// Loop turns seen (exact with the counter or probe; a lower bound with the stack rule).
     private var loopTurns: UInt64 = 0
     private var idleEntries: UInt64 = 0
+    /// Busy turns' lengths (each busy episode ends with a turn or idle).
+    public private(set) var turnLengths = TurnLengthHistogram()
+    /// Loop turns seen so far (see `loopTurns`), for metrics.
+    public var loopTurnCount: UInt64 {
+        loopTurnEvidence == .stackRule ? idleEntries &+ UInt64(detector.stackRuleTurns) : loopTurns
+    }
     private var homeWaits = HomeWaitTracker()
     private var lastWaitSite: HomeWaitTracker.Site?
     private var canonicalWaitSites: [HomeWaitTracker.Site: HomeWaitTracker.Site] = [:]
@@ -301,7 +307,8 @@ public final class StallMonitor {
         inspector.capturer.reapPending(final: true)
         summary.watchedSeconds = MonotonicTime.seconds() - startTime
         summary.loopTurnEvidence = loopTurnEvidence
-        summary.loopTurns = loopTurnEvidence == .stackRule ? idleEntries &+ UInt64(detector.stackRuleTurns) : loopTurns
+        summary.loopTurns = loopTurnCount
+        summary.longestTurn = turnLengths.longest
         summary.busySeconds = stateSeconds.filter { $0.key.isBusy }.values.reduce(0, +)
         (summary.agentCPUSeconds, summary.peakResidentBytes) = AgentResourceUsage.cpuAndPeak()
         return summary
@@ -587,7 +594,9 @@ public final class StallMonitor {
                 write(snapshot)
             case .stallEnded(let snapshot):
                 record(snapshot, write(snapshot))
-            case .episodeEnded, .launchPhaseEnded:
+            case .episodeEnded(let episode):
+                turnLengths.add(episode.duration)
+            case .launchPhaseEnded:
                 break
             }
         }

@@ -1,5 +1,5 @@
 /// Makes the fingerprint that recognises the same stall when it recurs, within one run or
-/// across agent restarts: the cause's name plus the heaviest stack's function names, with no
+/// across agent restarts: the cause's name (starved counts as hang) plus the heaviest stack's function names, with no
 /// addresses, CFAs or counts, hashed with FNV-1a 64 (stable across processes and platforms,
 /// unlike Swift's seeded `Hasher`).
 ///
@@ -9,6 +9,9 @@
 public enum StallFingerprint {
     /// "hang-1f0c…" : the reason name keeps it readable in file names and logs.
     public static func make(reason: StallReason, frames: [SampledFrame]) -> String {
+        // Hang and starved are the same work on a quiet or a loaded host: one fingerprint, or
+        // the same stall would count as new whenever the host's load changed.
+        let reason = reason == .starved ? StallReason.hang : reason
         var hash = FNV1a64()
         hash.add(reason.name)
         var previous: String?

@@ -103,13 +103,14 @@ public final class LoopTurnCounter {
     /// (what `perf trace` and bpftrace do). The mount is the kernel's own and harmless to keep.
     private static func tracefsRoot() throws -> String {
         let candidates = ["/sys/kernel/tracing", "/sys/kernel/debug/tracing"]
-        for root in candidates where access("\(root)/events", F_OK) == 0 {
+        // stat, not access(2): access checks the real uid without capabilities, and an agent
+        // with CAP_DAC_READ_SEARCH may read tracefs (mode 0700) without being root.
+        for root in candidates where Self.exists("\(root)/events") {
             return root
         }
-        if access("/sys/kernel/tracing", F_OK) == 0 {
+        if Self.exists("/sys/kernel/tracing") {
             if geteuid() != 0 { throw Unavailable.noTracefs("not mounted at /sys/kernel/tracing; only root can mount it") }
-            if mount("nodev", "/sys/kernel/tracing", "tracefs", 0, nil) == 0,
-               access("/sys/kernel/tracing/events", F_OK) == 0
+            if mount("nodev", "/sys/kernel/tracing", "tracefs", 0, nil) == 0, Self.exists("/sys/kernel/tracing/events")
             {
                 return "/sys/kernel/tracing"
             }
@@ -120,5 +121,10 @@ public final class LoopTurnCounter {
             throw Unavailable.noTracefs("mount -t tracefs failed: \(String(cString: strerror(error)))")
         }
         throw Unavailable.noTracefs("/sys/kernel/tracing does not exist")
+    }
+
+    private static func exists(_ path: String) -> Bool {
+        var info = stat()
+        return stat(path, &info) == 0
     }
 }

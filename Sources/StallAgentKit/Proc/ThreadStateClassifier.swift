@@ -58,7 +58,8 @@ public struct ThreadStateClassifier: Sendable {
                 // glibc's lowlevellock waits with FUTEX_WAIT and value 2 ("locked, waiters");
                 // PI mutexes use LOCK_PI/LOCK_PI2. Condition variables and semaphores use
                 // other values or WAIT_BITSET: waiting for another thread, but not a lock.
-                if (op == 0 && value == 2) || op == 6 || op == 13 {
+                // pthread_mutex_timedlock waits the same way through FUTEX_WAIT_BITSET (9).
+                if ((op == 0 || op == 9) && value == 2) || op == 6 || op == 13 {
                     return Result(activity: .lockWait, detail: "waiting on lock 0x\(String(arguments[0], radix: 16))", futexAddress: arguments[0])
                 }
                 return Result(activity: .blockedCall, detail: "waiting on futex 0x\(String(arguments[0], radix: 16)) (condition variable or semaphore)", futexAddress: nil)

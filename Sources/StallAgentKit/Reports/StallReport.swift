@@ -167,7 +167,7 @@ public struct StallReport: Codable, Sendable {
         case schemaVersion, kind, id, revision, trigger, reason, cause, phase, deadlock, process, thread, hostname
         case startTime, endTime, ongoing, ending, durationSeconds, thresholdSeconds, samples, stateBreakdown
         case stallFrame, heaviestStack, callTree, lockOwner, binaryImages, agent, termination, fingerprint
-        case occurrence, description
+        case occurrence, description, loopTurns, loopTurnsNote
     }
 
     // Optional fields are written as null, never left out, so every report has every key.
@@ -204,6 +204,8 @@ public struct StallReport: Codable, Sendable {
         try c.encode(fingerprint, forKey: .fingerprint)
         try c.encode(occurrence, forKey: .occurrence)
         try c.encode(description, forKey: .description)
+        try c.encode(loopTurns, forKey: .loopTurns)
+        try c.encode(loopTurnsNote, forKey: .loopTurnsNote)
     }
 
     public init(from decoder: any Decoder) throws {
@@ -245,6 +247,8 @@ public struct StallReport: Codable, Sendable {
         fingerprint = try c.decode(String.self, forKey: .fingerprint)
         occurrence = try c.decodeIfPresent(Int.self, forKey: .occurrence) ?? 1
         description = try c.decodeIfPresent(String.self, forKey: .description) ?? ""
+        loopTurns = try c.decodeIfPresent(String.self, forKey: .loopTurns)
+        loopTurnsNote = try c.decodeIfPresent(String.self, forKey: .loopTurnsNote)
     }
 
     /// Reads what `ReportTime.iso8601` writes, and plain ISO-8601 with or without fractions.

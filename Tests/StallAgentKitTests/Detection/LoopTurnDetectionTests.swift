@@ -186,3 +186,17 @@ struct HomeWaitTrackerTests {
         for _ in 0..<100 { #expect(tracker.classify(nested, newEntry: false) == .nested) }
     }
 }
+
+@Suite("TurnLengthHistogram")
+struct TurnLengthHistogramTests {
+    @Test func bucketsByUpperBoundAndKeepsTheLongest() {
+        var histogram = TurnLengthHistogram()
+        for seconds in [0.01, 0.025, 0.3, 1.5, 12, -1, .nan] { histogram.add(seconds) }
+        #expect(histogram.count == 5)
+        #expect(histogram.counts[0] == 2)  // ≤ 25 ms, bound included
+        #expect(histogram.counts[4] == 1)  // ≤ 0.5 s
+        #expect(histogram.counts[6] == 1)  // ≤ 2.5 s
+        #expect(histogram.counts.last == 1)  // > 10 s
+        #expect(histogram.longest == 12)
+    }
+}

@@ -112,3 +112,12 @@ struct StallFingerprintTests {
         return String(repeating: "0", count: 16 - digits.count) + digits
     }
 }
+
+@Suite struct StallFingerprintLoadTests {
+    /// The same CPU-bound stack on a quiet and on a loaded host is one stall.
+    @Test func starvedAndHangShareAFingerprint() {
+        let frames = [SampledFrame(function: "busy_compute", module: "app"), SampledFrame(function: "main", module: "app")]
+        #expect(StallFingerprint.make(reason: .starved, frames: frames) == StallFingerprint.make(reason: .hang, frames: frames))
+        #expect(StallFingerprint.make(reason: .blocked, frames: frames) != StallFingerprint.make(reason: .hang, frames: frames))
+    }
+}

@@ -119,6 +119,43 @@ import Glibc
         #expect(summary.stalls.isEmpty, "\(summary.stalls.map { "\($0.reason.name) \($0.topFunction)" })")
     }
 
+    /// An agent refused the kernel counters (an unprivileged user with only the ptrace
+    /// capabilities, kernel.perf_event_paranoid 2) says so once, falls back to the stack rule,
+    /// still reports the stall, and the report names the evidence and why; with CAP_PERFMON
+    /// added the counters work.
+    @Test(.enabled(if: geteuid() == 0 && FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv")))
+    func refusedCountersFallBackToTheStackRuleWithOneLine() throws {
+        _ = try? LoopTurnCounter.tracepointIDs()  // as root: mounts tracefs if it is missing
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("stallagent-test-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        chown(dir, 65534, 65534)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        func agent(caps: String, reports: String) throws -> CommandResult {
+            let fixture = try FixtureProcess(["loop", "--script", "spin:1.3", "--gap", "0.3", "--exit-when-done"])
+            return try runCommand(URL(fileURLWithPath: "/usr/bin/setpriv"), [
+                "--reuid=65534", "--regid=65534", "--clear-groups", "--no-new-privs", "--inh-caps=-all\(caps)",
+                "--ambient-caps=-all\(caps)", "--bounding-set=-all\(caps)",
+                FixtureProcess.stallagentURL.path, "--pid", "\(fixture.pid)", "--report-dir", dir + "/" + reports,
+            ], timeout: 30)
+        }
+        let refused = try agent(caps: ",+sys_ptrace,+dac_read_search", reports: "a")
+        #expect(refused.status == 0, "\(refused.stderr)")
+        let fallbackLines = refused.stderr.split(separator: "\n").filter { $0.contains("loop turns:") }
+        #expect(fallbackLines.count == 1, "\(refused.stderr)")
+        #expect(fallbackLines.first?.contains("using the stack rule") == true)
+        #expect(fallbackLines.first?.contains("CAP_PERFMON") == true)
+        #expect(refused.stderr.contains("busy_compute"), "\(refused.stderr)")
+        let json = try FileManager.default.contentsOfDirectory(atPath: dir + "/a").first { $0.hasSuffix(".json") }
+        let report = try String(contentsOfFile: dir + "/a/" + (try #require(json)), encoding: .utf8)
+        #expect(report.contains("\"loopTurns\" : \"stack rule\""), "\(report.prefix(400))")
+        #expect(report.contains("loopTurnsNote"))
+
+        let permitted = try agent(caps: ",+sys_ptrace,+dac_read_search,+perfmon", reports: "b")
+        #expect(permitted.status == 0, "\(permitted.stderr)")
+        #expect(!permitted.stderr.contains("loop turns:"), "\(permitted.stderr)")
+        #expect(permitted.stderr.contains("turns from the kernel counter"), "\(permitted.stderr)")
+    }
+
     /// `--busy-frame` turns a parking wait back into work for programs where it is one.
     @Test func busyFrameMarksAParkingWaitAsWork() throws {
         let fixture = try FixtureProcess(["park"])

@@ -29,6 +29,10 @@ import Testing
         let mutex = classifier.classify(state: "S", syscall: call(202, [0x5000, 0x80, 2, 0, 0, 0]))
         #expect(mutex.activity == .lockWait)
         #expect(mutex.futexAddress == 0x5000)
+        // pthread_mutex_timedlock: FUTEX_WAIT_BITSET|PRIVATE|CLOCK_REALTIME (0x189), value 2.
+        let timed = classifier.classify(state: "S", syscall: call(202, [0x6000, 0x189, 2, 0, 0, 0]))
+        #expect(timed.activity == .lockWait)
+        #expect(timed.futexAddress == 0x6000)
         let condvar = classifier.classify(state: "S", syscall: call(202, [0x5000, 0x189, 0, 0, 0, 0xffffffff]))
         #expect(condvar.activity == .blockedCall)
         #expect(condvar.futexAddress == nil)

@@ -11,7 +11,7 @@ struct StallReportJSONRendererTests {
         "schemaVersion", "kind", "id", "revision", "trigger", "reason", "cause", "phase", "deadlock", "process",
         "thread", "hostname", "startTime", "endTime", "ongoing", "ending", "durationSeconds", "thresholdSeconds",
         "samples", "stateBreakdown", "stallFrame", "heaviestStack", "callTree", "lockOwner", "binaryImages", "agent",
-        "termination", "fingerprint", "occurrence", "description",
+        "termination", "fingerprint", "occurrence", "description", "loopTurns", "loopTurnsNote",
     ]
 
     private func object(_ report: StallReport) throws -> [String: Any] {

@@ -84,9 +84,11 @@ import Glibc
 
     /// A script that starts a server in the background: the server's stalls are reported
     /// (it is a descendant); the busy script itself, which never idles, is not noise.
+    /// The server idles 1 s before its stall: wrapped commands have no launch threshold, so
+    /// the agent must see it idle once, and on a loaded machine it may attach late.
     @Test func descendantsAreWatchedAndBusyRunnersAreQuiet() throws {
         let script = """
-            \(fixtures) loop --script spin:1.3 --gap 0.3 --exit-when-done >/dev/null &
+            \(fixtures) loop --script spin:1.3 --gap 1.0 --exit-when-done >/dev/null &
             server=$!
             i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done
             wait $server
