@@ -19,7 +19,7 @@
 
 FIXTURE_FRAME uint64_t busy_compute(double seconds)
 {
-    uint64_t acc = burn_cpu_until(mono_ns() + seconds_to_ns(seconds));
+    uint64_t acc = burn_cpu_for(seconds_to_ns(seconds));
     KEEP_FRAME();
     return acc;
 }

@@ -173,6 +173,29 @@ ALWAYS_INLINE uint64_t burn_cpu_until(uint64_t deadline_ns)
     return acc;
 }
 
+/* The calling thread's CPU time (a real system call, unlike CLOCK_MONOTONIC). */
+ALWAYS_INLINE uint64_t thread_cpu_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Burns cpu_ns of the thread's own CPU time in the *calling* frame: a fixed amount
+ * of work, which takes longer on a loaded host — a hang stays a hang there, the
+ * way real work does. The clock is read every 16384 steps (tens of µs), so the
+ * system call is on top of the stack in about 1 % of samples. */
+ALWAYS_INLINE uint64_t burn_cpu_for(uint64_t cpu_ns)
+{
+    volatile uint64_t acc = 1;
+    uint64_t end = thread_cpu_ns() + cpu_ns;
+    do {
+        for (int i = 0; i < 16384; i++)
+            spin_arith(&acc);
+    } while (thread_cpu_ns() < end && !stop_requested);
+    return acc;
+}
+
 /* ---- gap recorder (spin-timed, deep --gaps) ------------------------------------ */
 
 /* Records every pause of the spinning thread longer than GAP_THRESHOLD_NS, as seen
