@@ -22,7 +22,7 @@ struct WatchOptions: ParsableArguments {
     @Option(name: .customLong("idle-frame"), help: ArgumentHelp("Treat a blocked thread whose stack has a function matching PATTERN (glob or substring) as idle (repeatable).", valueName: "pattern"))
     var idleFrames: [String] = []
 
-    @Option(help: ArgumentHelp("Where reports are written (created if missing). Default: stallagent-reports, or $STATE_DIRECTORY/reports under systemd.", valueName: "dir"))
+    @Option(help: ArgumentHelp("Where reports are written (created if missing). Default: stallagent-reports, or STATE/reports under systemd (STATE: the first StateDirectory= entry).", valueName: "dir"))
     var reportDir: String?
 
     @Flag(help: "No per-stall lines on stderr; only the exit summary.")
@@ -106,7 +106,7 @@ struct Watch: ParsableCommand {
 
     @OptionGroup var watch: WatchOptions
 
-    @Option(help: ArgumentHelp("Keep per-stall fingerprint state (rate limits, annealing) here across restarts. Default: $STATE_DIRECTORY under systemd, else not kept.", valueName: "dir"))
+    @Option(help: ArgumentHelp("Keep per-stall fingerprint state (rate limits, annealing) here across restarts. Default: the first StateDirectory= entry under systemd, else not kept.", valueName: "dir"))
     var stateDir: String?
 
     @Option(help: ArgumentHelp("Write Prometheus metrics to this file atomically (node_exporter textfile collector).", valueName: "path"))
@@ -144,15 +144,16 @@ struct Watch: ParsableCommand {
 
     func agentConfiguration() throws -> AgentConfiguration {
         let environment = ProcessInfo.processInfo.environment
+        let systemdState = SystemdDirectories(environment: environment).stateDirectory
         let targetFlags = [pid.map { _ in "--pid" }, unit.map { _ in "--unit" }, pidfile.map { _ in "--pidfile" }].compactMap { $0 }
         if let config {
             guard targetFlags.isEmpty else {
                 throw ValidationError("--config lists the targets itself; drop \(targetFlags.joined(separator: ", "))")
             }
             var configuration = try AgentConfiguration.load(path: config)
-            if configuration.stateDirectory == nil { configuration.stateDirectory = stateDir ?? environment["STATE_DIRECTORY"] }
+            if configuration.stateDirectory == nil { configuration.stateDirectory = stateDir ?? systemdState }
             if watch.reportDir == nil, configuration.monitor.reportDirectory == MonitorOptions().reportDirectory,
-               let state = environment["STATE_DIRECTORY"]
+               let state = systemdState
             {
                 configuration.monitor.reportDirectory = state + "/reports"
             }
@@ -166,7 +167,7 @@ struct Watch: ParsableCommand {
         }
         var configuration = AgentConfiguration()
         configuration.monitor = try watch.monitorOptions()
-        if watch.reportDir == nil, let state = environment["STATE_DIRECTORY"] {
+        if watch.reportDir == nil, let state = systemdState {
             configuration.monitor.reportDirectory = state + "/reports"
         }
         if let minReportInterval { configuration.monitor.minimumReportInterval = try durationOption(minReportInterval, "min-report-interval") }
@@ -180,7 +181,7 @@ struct Watch: ParsableCommand {
             selector = .pidfile(pidfile!)
         }
         configuration.targets = [TargetSpec(selector: selector, name: name)]
-        configuration.stateDirectory = stateDir ?? environment["STATE_DIRECTORY"]
+        configuration.stateDirectory = stateDir ?? systemdState
         configuration.metricsFile = metricsFile
         configuration.metricsListen = metricsListen
         configuration.metricsInterval = try durationOption(metricsInterval, "metrics-interval", minimum: 0.1)
