@@ -22,7 +22,7 @@ struct WatchOptions: ParsableArguments {
     @Option(name: .customLong("idle-frame"), help: ArgumentHelp("Treat a blocked thread whose stack has a function matching PATTERN (glob or substring) as idle (repeatable).", valueName: "pattern"))
     var idleFrames: [String] = []
 
-    @Option(help: ArgumentHelp("Where reports are written (created if missing). Default: stallagent-reports, or STATE/reports under systemd (STATE: the first StateDirectory= entry).", valueName: "dir"))
+    @Option(help: ArgumentHelp("Where reports are written (created if missing). Default: stallagent-reports, or STATE/reports under systemd (STATE: the first StateDirectory= entry). A unit's reports go to DIR/UNIT/.", valueName: "dir"))
     var reportDir: String?
 
     @Flag(help: "No per-stall lines on stderr; only the exit summary.")
@@ -138,7 +138,7 @@ struct Watch: ParsableCommand {
             let configuration = try agentConfiguration()
             StopRequest.install()
             let agent = try HostAgent(configuration: configuration, log: { FileHandleOutput.standardError($0 + "\n") })
-            _ = agent.run(duration: configuration.monitor.duration)
+            _ = try agent.run(duration: configuration.monitor.duration)
         }
     }
 
