@@ -76,7 +76,7 @@ struct Watch: ParsableCommand {
             stacks) for every stall longer than the threshold: written when the stall is \
             detected, updated while it lasts, finalised when the thread is idle again.
 
-            Targets: --pid watches one process until it exits. --unit and --pidfile follow a \
+            Targets: --pid watches a process until it exits (repeatable). --unit and --pidfile follow a \
             service across restarts: when its main process exits the agent waits for the next \
             one and attaches to it; a unit that is not running is waited for. --config FILE \
             watches every target listed in a YAML file (see /etc/stallagent/stallagent.yaml.example).
@@ -89,8 +89,8 @@ struct Watch: ParsableCommand {
                       stallagent --unit nginx.service --metrics-file /var/lib/prometheus/node-exporter/stallagent.prom
             """)
 
-    @Option(help: "A process to watch until it exits.")
-    var pid: Int32?
+    @Option(help: "A process to watch until it exits; repeat it to watch several (--pid 1234 --pid 1240).")
+    var pid: [Int32] = []
 
     @Option(help: ArgumentHelp("A systemd unit whose main process to watch, across restarts (e.g. nginx.service).", valueName: "name"))
     var unit: String?
@@ -145,7 +145,7 @@ struct Watch: ParsableCommand {
     func agentConfiguration() throws -> AgentConfiguration {
         let environment = ProcessInfo.processInfo.environment
         let systemdState = SystemdDirectories(environment: environment).stateDirectory
-        let targetFlags = [pid.map { _ in "--pid" }, unit.map { _ in "--unit" }, pidfile.map { _ in "--pidfile" }].compactMap { $0 }
+        let targetFlags = [pid.isEmpty ? nil : "--pid", unit.map { _ in "--unit" }, pidfile.map { _ in "--pidfile" }].compactMap { $0 }
         if let config {
             guard targetFlags.isEmpty else {
                 throw ValidationError("--config lists the targets itself; drop \(targetFlags.joined(separator: ", "))")
@@ -171,16 +171,19 @@ struct Watch: ParsableCommand {
             configuration.monitor.reportDirectory = state + "/reports"
         }
         if let minReportInterval { configuration.monitor.minimumReportInterval = try durationOption(minReportInterval, "min-report-interval") }
-        let selector: TargetSpec.Selector
-        if let pid {
-            selector = .pid(pid)
+        if !pid.isEmpty {
+            var seen = Set<Int32>()
+            let pids = pid.filter { seen.insert($0).inserted }
+            if pids.count > 1, name != nil {
+                throw ValidationError("--name names one target; several --pid targets are named by their processes (or use --config)")
+            }
+            configuration.targets = pids.map { TargetSpec(selector: .pid($0), name: name) }
         } else if let unit {
             guard TargetSpec.isValidUnitName(unit) else { throw ValidationError("--unit: '\(unit)' is not a unit name (e.g. nginx.service)") }
-            selector = .unit(TargetSpec.normalizedUnitName(unit))
+            configuration.targets = [TargetSpec(selector: .unit(TargetSpec.normalizedUnitName(unit)), name: name)]
         } else {
-            selector = .pidfile(pidfile!)
+            configuration.targets = [TargetSpec(selector: .pidfile(pidfile!), name: name)]
         }
-        configuration.targets = [TargetSpec(selector: selector, name: name)]
         configuration.stateDirectory = stateDir ?? systemdState
         configuration.metricsFile = metricsFile
         configuration.metricsListen = metricsListen

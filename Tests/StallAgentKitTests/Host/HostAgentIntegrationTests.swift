@@ -221,6 +221,25 @@ import Glibc
         #expect(texts.count == 2, "\(texts)")
     }
 
+    /// `--pid A --pid B` watches both (it used to keep only B), each under its own name.
+    @Test func repeatedPidWatchesEveryProcess() throws {
+        let dir = try temporaryDirectory("pids")
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let first = try FixtureProcess(["loop", "--script", "idle:0.3,spin:1.3", "--gap", "0.3", "--exit-when-done"])
+        let second = try FixtureProcess(["loop", "--script", "idle:0.3,spin:1.3", "--gap", "0.3", "--exit-when-done"])
+        let result = try runCommand(agent, [
+            "--pid", "\(first.pid)", "--pid", "\(second.pid)", "--report-dir", dir, "--metrics-file", dir + "/m.prom",
+        ], timeout: 30)
+        #expect(result.status == 0, "\(result.stderr)")
+        for pid in [first.pid, second.pid] {
+            #expect(result.stderr.contains("in stall-fixtures[\(pid)] detected"), "\(result.stderr)")
+        }
+        let metrics = try String(contentsOfFile: dir + "/m.prom", encoding: .utf8)
+        #expect(metrics.contains(#"target="stall-fixtures-\#(second.pid)""#), "\(metrics)")
+        let named = try runCommand(agent, ["--pid", "\(first.pid)", "--pid", "\(second.pid)", "--name", "x"])
+        #expect(named.status == 64, "\(named.stderr)")
+    }
+
     /// Occurrence counts and the per-fingerprint rate limit survive an agent restart.
     @Test func fingerprintStateSurvivesAgentRestarts() throws {
         let dir = try temporaryDirectory("state")

@@ -89,14 +89,18 @@ public final class HostAgent {
             }
         }
         var slots: [Slot] = []
+        var labels = Set<String>()
         for var spec in configuration.targets {
             // A pid changes with every start; the process name is what should key its metrics
-            // series and fingerprint state.
+            // series and fingerprint state — unless another target already has that name
+            // (two workers of one program), when the pid tells them apart.
             if case .pid(let pid) = spec.selector, spec.name == nil,
                let comm = try? ProcFS.readText("/proc/\(pid)/comm", pid: pid)
             {
-                spec.name = comm.trimmingCharacters(in: .whitespacesAndNewlines)
+                let name = comm.trimmingCharacters(in: .whitespacesAndNewlines)
+                spec.name = labels.contains(name) ? "\(name)-\(pid)" : name
             }
+            labels.insert(spec.label)
             var options = spec.monitorOptions(base: configuration.monitor)
             // Each unit's reports apart: retention then counts per unit, and one busy unit
             // cannot push another's reports out.
