@@ -7,6 +7,8 @@ import Glibc
 public enum StallAgentError: Error, CustomStringConvertible, Equatable {
     case noSuchProcess(pid: Int32)
     case permissionDenied(pid: Int32, operation: String)
+    /// A refused attach under systemd whose unit does not grant the capabilities.
+    case missingCapability(pid: Int32, unit: String?, capabilities: [String])
     case zombie(pid: Int32)
     case kernelThread(pid: Int32)
     case alreadyTraced(pid: Int32, tracer: Int32)
@@ -35,6 +37,14 @@ public enum StallAgentError: Error, CustomStringConvertible, Equatable {
                 user or as root (sudo), or grant the capabilities (setcap cap_sys_ptrace,cap_dac_read_search+ep \
                 $(command -v stallagent)); if /proc/sys/kernel/yama/ptrace_scope is 1 or more, \
                 non-root tracing of non-children is refused (set it to 0, or use root).
+                """
+        case .missingCapability(let pid, let unit, let capabilities):
+            let names = capabilities.joined(separator: " ")
+            let place = unit.map { "the unit \($0) (systemctl edit \($0))" } ?? "the agent's unit"
+            return """
+                not allowed to trace process \(pid): this agent runs as a systemd service without \(names). \
+                Add \(names) to both AmbientCapabilities= and CapabilityBoundingSet= of \(place), then \
+                restart it (the shipped units grant CAP_SYS_PTRACE CAP_DAC_READ_SEARCH CAP_PERFMON).
                 """
         case .zombie(let pid):
             return "process \(pid) is a zombie (it has exited; its parent has not reaped it): nothing to capture"
@@ -66,7 +76,7 @@ public enum StallAgentError: Error, CustomStringConvertible, Equatable {
     public var exitCode: Int32 {
         switch self {
         case .noSuchProcess, .targetExited: return 3
-        case .permissionDenied: return 4
+        case .permissionDenied, .missingCapability: return 4
         case .zombie, .kernelThread, .alreadyTraced: return 5
         case .captureTimedOut, .threadMoved: return 6
         case .invalidArgument: return 64

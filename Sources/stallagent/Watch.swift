@@ -28,7 +28,7 @@ struct WatchOptions: ParsableArguments {
     @Option(help: ArgumentHelp("What tells the agent the event loop turned, ending a busy stretch even when the thread is never seen asleep (a saturated server): 'auto' uses the LD_PRELOAD loop probe when the target has it, else per-thread kernel counters on the idle-wait syscall tracepoints (needs root or CAP_PERFMON; tracefs is mounted when missing), else the stack rule, said once on stderr and in every report. 'kernel-counter' fails when the counters are refused. 'stack-rule': a stall needs a frame outside the loop's own frames in every sample for the threshold; it cannot tell two requests served back to back through the same frame, nor work inside an interpreter's eval loop.", valueName: "auto|kernel-counter|stack-rule"))
     var loopTurns = "auto"
 
-    @Option(help: ArgumentHelp("Where reports are written (created if missing). Default: stallagent-reports, or $STATE_DIRECTORY/reports under systemd.", valueName: "dir"))
+    @Option(help: ArgumentHelp("Where reports are written (created if missing). Default: stallagent-reports, or STATE/reports under systemd (STATE: the first StateDirectory= entry). A unit's reports go to DIR/UNIT/.", valueName: "dir"))
     var reportDir: String?
 
     @Flag(help: "No per-stall lines on stderr; only the exit summary.")
@@ -87,7 +87,7 @@ struct Watch: ParsableCommand {
             stacks) for every stall longer than the threshold: written when the stall is \
             detected, updated while it lasts, finalised when the thread is idle again.
 
-            Targets: --pid watches one process until it exits. --unit and --pidfile follow a \
+            Targets: --pid watches a process until it exits (repeatable). --unit and --pidfile follow a \
             service across restarts: when its main process exits the agent waits for the next \
             one and attaches to it; a unit that is not running is waited for. --config FILE \
             watches every target listed in a YAML file (see /etc/stallagent/stallagent.yaml.example).
@@ -100,8 +100,8 @@ struct Watch: ParsableCommand {
                       stallagent --unit nginx.service --metrics-file /var/lib/prometheus/node-exporter/stallagent.prom
             """)
 
-    @Option(help: "A process to watch until it exits.")
-    var pid: Int32?
+    @Option(help: "A process to watch until it exits; repeat it to watch several (--pid 1234 --pid 1240).")
+    var pid: [Int32] = []
 
     @Option(help: ArgumentHelp("A systemd unit whose main process to watch, across restarts (e.g. nginx.service).", valueName: "name"))
     var unit: String?
@@ -117,7 +117,7 @@ struct Watch: ParsableCommand {
 
     @OptionGroup var watch: WatchOptions
 
-    @Option(help: ArgumentHelp("Keep per-stall fingerprint state (rate limits, annealing) here across restarts. Default: $STATE_DIRECTORY under systemd, else not kept.", valueName: "dir"))
+    @Option(help: ArgumentHelp("Keep per-stall fingerprint state (rate limits, annealing) here across restarts. Default: the first StateDirectory= entry under systemd, else not kept.", valueName: "dir"))
     var stateDir: String?
 
     @Option(help: ArgumentHelp("Write Prometheus metrics to this file atomically (node_exporter textfile collector).", valueName: "path"))
@@ -149,21 +149,22 @@ struct Watch: ParsableCommand {
             let configuration = try agentConfiguration()
             StopRequest.install()
             let agent = try HostAgent(configuration: configuration, log: { FileHandleOutput.standardError($0 + "\n") })
-            _ = agent.run(duration: configuration.monitor.duration)
+            _ = try agent.run(duration: configuration.monitor.duration)
         }
     }
 
     func agentConfiguration() throws -> AgentConfiguration {
         let environment = ProcessInfo.processInfo.environment
-        let targetFlags = [pid.map { _ in "--pid" }, unit.map { _ in "--unit" }, pidfile.map { _ in "--pidfile" }].compactMap { $0 }
+        let systemdState = SystemdDirectories(environment: environment).stateDirectory
+        let targetFlags = [pid.isEmpty ? nil : "--pid", unit.map { _ in "--unit" }, pidfile.map { _ in "--pidfile" }].compactMap { $0 }
         if let config {
             guard targetFlags.isEmpty else {
                 throw ValidationError("--config lists the targets itself; drop \(targetFlags.joined(separator: ", "))")
             }
             var configuration = try AgentConfiguration.load(path: config)
-            if configuration.stateDirectory == nil { configuration.stateDirectory = stateDir ?? environment["STATE_DIRECTORY"] }
+            if configuration.stateDirectory == nil { configuration.stateDirectory = stateDir ?? systemdState }
             if watch.reportDir == nil, configuration.monitor.reportDirectory == MonitorOptions().reportDirectory,
-               let state = environment["STATE_DIRECTORY"]
+               let state = systemdState
             {
                 configuration.monitor.reportDirectory = state + "/reports"
             }
@@ -177,21 +178,24 @@ struct Watch: ParsableCommand {
         }
         var configuration = AgentConfiguration()
         configuration.monitor = try watch.monitorOptions()
-        if watch.reportDir == nil, let state = environment["STATE_DIRECTORY"] {
+        if watch.reportDir == nil, let state = systemdState {
             configuration.monitor.reportDirectory = state + "/reports"
         }
         if let minReportInterval { configuration.monitor.minimumReportInterval = try durationOption(minReportInterval, "min-report-interval") }
-        let selector: TargetSpec.Selector
-        if let pid {
-            selector = .pid(pid)
+        if !pid.isEmpty {
+            var seen = Set<Int32>()
+            let pids = pid.filter { seen.insert($0).inserted }
+            if pids.count > 1, name != nil {
+                throw ValidationError("--name names one target; several --pid targets are named by their processes (or use --config)")
+            }
+            configuration.targets = pids.map { TargetSpec(selector: .pid($0), name: name) }
         } else if let unit {
             guard TargetSpec.isValidUnitName(unit) else { throw ValidationError("--unit: '\(unit)' is not a unit name (e.g. nginx.service)") }
-            selector = .unit(TargetSpec.normalizedUnitName(unit))
+            configuration.targets = [TargetSpec(selector: .unit(TargetSpec.normalizedUnitName(unit)), name: name)]
         } else {
-            selector = .pidfile(pidfile!)
+            configuration.targets = [TargetSpec(selector: .pidfile(pidfile!), name: name)]
         }
-        configuration.targets = [TargetSpec(selector: selector, name: name)]
-        configuration.stateDirectory = stateDir ?? environment["STATE_DIRECTORY"]
+        configuration.stateDirectory = stateDir ?? systemdState
         configuration.metricsFile = metricsFile
         configuration.metricsListen = metricsListen
         configuration.metricsInterval = try durationOption(metricsInterval, "metrics-interval", minimum: 0.1)

@@ -31,10 +31,7 @@ public final class CommandRunner {
     /// The environment the command gets: ours, minus what belongs to our own supervisor
     /// (systemd's notify and watchdog sockets, socket activation).
     static func childEnvironment(preload: String?) -> [String] {
-        var environment = ProcessInfo.processInfo.environment
-            .filter { key, _ in
-                key != "NOTIFY_SOCKET" && !key.hasPrefix("WATCHDOG_") && !key.hasPrefix("LISTEN_")
-            }
+        var environment = ServiceNotifier.childEnvironment(ProcessInfo.processInfo.environment)
         if let preload {
             // First, so the probe's wrappers are the ones the program's calls bind to.
             environment["LD_PRELOAD"] = [preload, environment["LD_PRELOAD"]].compactMap { $0 }.joined(separator: ":")

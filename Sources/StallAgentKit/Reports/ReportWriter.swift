@@ -39,15 +39,21 @@ public final class ReportWriter: Sendable {
         unlink(probe)
     }
 
-    /// `<name>_<pid>_<yyyyMMdd-HHmmss>_<reason>_<id>` from the stall's start time (local), so
-    /// every revision of one stall maps to the same files and names sort by time per process.
+    /// Tells this agent process's reports from another's: two agents on one service (or an
+    /// agent restarted within the second) number their stalls from 1 alike.
+    public static let processInstance = String(UInt32.random(in: 0...UInt32.max), radix: 16)
+        .leftPadded(to: 8)
+
+    /// `<name>_<pid>_<yyyyMMdd-HHmmss>_<reason>_<id>-<instance>` from the stall's start time
+    /// (local), so every revision of one stall maps to the same files and names sort by time
+    /// per process.
     public func fileStem(for r: StallReport) -> String {
         let formatter = DateFormatter()
         formatter.locale = Locale(identifier: "en_US_POSIX")
         formatter.dateFormat = "yyyyMMdd-HHmmss"
         let name = Self.sanitize(r.process.name, fallback: "process")
         let reason = Self.sanitize(r.reason.name, fallback: "stall")
-        return "\(name)_\(r.process.pid)_\(formatter.string(from: r.startTime))_\(reason)_\(r.id)"
+        return "\(name)_\(r.process.pid)_\(formatter.string(from: r.startTime))_\(reason)_\(r.id)-\(Self.processInstance)"
     }
 
     /// `stem` overrides the name derived from the report (a rewrite of an existing file).
@@ -99,8 +105,8 @@ public final class ReportWriter: Sendable {
 
     /// Keeps `[A-Za-z0-9._-]` so a process name cannot add directories, spaces or control
     /// characters to a file name.
-    static func sanitize(_ text: String, fallback: String) -> String {
-        let allowed = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-".unicodeScalars)
+    static func sanitize(_ text: String, fallback: String, alsoAllowed: String = "") -> String {
+        let allowed = Set(("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-" + alsoAllowed).unicodeScalars)
         let cleaned = String(String.UnicodeScalarView(text.unicodeScalars.map { allowed.contains($0) ? $0 : "_" }))
         let trimmed = String(cleaned.prefix(64))
         return trimmed.isEmpty || trimmed.allSatisfy({ $0 == "." }) ? fallback : trimmed
@@ -108,5 +114,11 @@ public final class ReportWriter: Sendable {
 
     private static func errorText(_ code: Int32) -> String {
         String(cString: strerror(code))
+    }
+}
+
+private extension String {
+    func leftPadded(to width: Int) -> String {
+        count >= width ? self : String(repeating: "0", count: width - count) + self
     }
 }

@@ -20,7 +20,9 @@ import Glibc
 
     /// Starts the agent with `environment` added and stderr in a file (so JOURNAL_STREAM can
     /// name it); returns the process and the stderr path.
-    func startAgent(_ arguments: [String], environment: [String: String] = [:], journalStderr: Bool = false) throws -> (Process, String) {
+    func startAgent(
+        _ arguments: [String], environment: [String: String] = [:], journalStderr: Bool = false, executable: URL? = nil
+    ) throws -> (Process, String) {
         let stderrPath = FileManager.default.temporaryDirectory.appendingPathComponent("agent-\(UUID().uuidString).err").path
         FileManager.default.createFile(atPath: stderrPath, contents: nil)
         var env = ProcessInfo.processInfo.environment.filter { !["NOTIFY_SOCKET", "JOURNAL_STREAM", "WATCHDOG_USEC", "STATE_DIRECTORY"].contains($0.key) }
@@ -31,7 +33,7 @@ import Glibc
         }
         env.merge(environment) { $1 }
         let process = Process()
-        process.executableURL = agent
+        process.executableURL = executable ?? agent
         process.arguments = arguments
         process.environment = env
         process.standardOutput = FileHandle.nullDevice
@@ -135,19 +137,26 @@ import Glibc
     }
 
     /// A unit that is not there is waited for, logged once, and picked up when it appears.
+    /// Where no cgroup hierarchy can be read, systemctl answers, without the notify socket.
     @Test func unitTargetIsWaitedForAndAttachedWhenItStarts() throws {
         let dir = try temporaryDirectory("unit")
         defer { try? FileManager.default.removeItem(atPath: dir) }
         // This machine has no running systemd; a stand-in systemctl answers `show` from a file
-        // the test controls, in systemctl's own KEY=VALUE output format.
+        // the test controls, in systemctl's own KEY=VALUE output format, and fails if it was
+        // handed the agent's notify socket.
         let properties = dir + "/properties"
         try "LoadState=not-found\nActiveState=inactive\nMainPID=0\n".write(toFile: properties, atomically: true, encoding: .utf8)
         let systemctl = dir + "/systemctl"
-        try "#!/bin/sh\n[ \"$1\" = show ] || exit 1\ncat '\(properties)'\n".write(toFile: systemctl, atomically: true, encoding: .utf8)
+        try "#!/bin/sh\n[ \"$1\" = show ] || exit 1\n[ -z \"$NOTIFY_SOCKET$WATCHDOG_USEC\" ] || { echo inherited; exit 1; }\ncat '\(properties)'\n"
+            .write(toFile: systemctl, atomically: true, encoding: .utf8)
         chmod(systemctl, 0o755)
+        let notify = try DatagramReceiver()
         let (process, stderrPath) = try startAgent(
             ["--unit", "demo", "--report-dir", dir + "/reports", "--retry-interval", "0.1s", "--duration", "5s"],
-            environment: ["STALLAGENT_SYSTEMCTL": systemctl])
+            environment: [
+                "STALLAGENT_SYSTEMCTL": systemctl, "STALLAGENT_CGROUP_ROOT": dir + "/no-cgroup-hierarchy",
+                "NOTIFY_SOCKET": notify.path, "WATCHDOG_USEC": "10000000",
+            ])
         usleep(800_000)
         let fixture = try FixtureProcess(["loop", "--script", "idle:0.5,spin:1.3", "--gap", "0.3"])
         try "LoadState=loaded\nActiveState=active\nMainPID=\(fixture.pid)\n".write(toFile: properties, atomically: true, encoding: .utf8)
@@ -156,6 +165,79 @@ import Glibc
         #expect(stderr.components(separatedBy: "unit demo.service not found").count - 1 == 1, "\(stderr)")
         #expect(stderr.contains("[\(fixture.pid)]'s main thread (unit demo.service)"), "\(stderr)")
         #expect(stderr.contains("0x8badf00d hang"), "\(stderr)")
+        #expect(!stderr.contains("inherited"), "\(stderr)")
+        let reports = try FileManager.default.contentsOfDirectory(atPath: dir + "/reports/demo.service")
+        #expect(reports.contains { $0.hasSuffix(".json") }, "\(reports)")
+    }
+
+    /// Without D-Bus: the unit's processes come from its cgroup, found by name in the tree, and
+    /// the main one is the oldest whose parent is outside it. Bad input (no unit file, an empty
+    /// cgroup) is one line per reason, and the agent keeps waiting.
+    @Test func unitIsResolvedFromItsCgroup() throws {
+        let dir = try temporaryDirectory("cgroup")
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let root = dir + "/cgroup"
+        let unitDir = root + "/system.slice/system-demo.slice/demo@x.service"
+        try FileManager.default.createDirectory(atPath: root + "/system.slice/other.service", withIntermediateDirectories: true)
+        let units = dir + "/units"
+        try FileManager.default.createDirectory(atPath: units, withIntermediateDirectories: true)
+        let (process, stderrPath) = try startAgent(
+            ["--unit", "demo@x", "--report-dir", dir + "/reports", "--retry-interval", "0.1s", "--duration", "6s"],
+            environment: ["STALLAGENT_CGROUP_ROOT": root, "SYSTEMD_UNIT_PATH": units, "STALLAGENT_SYSTEMCTL": "/bin/false"])
+        usleep(500_000)
+        // The template defines the instance; its cgroup exists but is empty (inactive).
+        FileManager.default.createFile(atPath: units + "/demo@.service", contents: Data())
+        try FileManager.default.createDirectory(atPath: unitDir, withIntermediateDirectories: true)
+        FileManager.default.createFile(atPath: unitDir + "/cgroup.procs", contents: Data())
+        usleep(500_000)
+        let fixture = try FixtureProcess(["loop", "--script", "idle:0.5,spin:1.3", "--gap", "0.3"])
+        // A younger process whose parent is also outside the cgroup: not the main one.
+        let helper = Process()
+        helper.executableURL = URL(fileURLWithPath: "/bin/sleep")
+        helper.arguments = ["20"]
+        try helper.run()
+        defer { kill(helper.processIdentifier, SIGKILL); helper.waitUntilExit() }
+        try "\(helper.processIdentifier)\n\(fixture.pid)\n".write(toFile: unitDir + "/cgroup.procs", atomically: true, encoding: .utf8)
+        #expect(finish(process) == 0)
+        let stderr = try String(contentsOfFile: stderrPath, encoding: .utf8)
+        #expect(stderr.components(separatedBy: "unit demo@x.service not found").count - 1 == 1, "\(stderr)")
+        #expect(stderr.components(separatedBy: "unit demo@x.service has no processes").count - 1 == 1, "\(stderr)")
+        #expect(stderr.contains("[\(fixture.pid)]'s main thread (unit demo@x.service)"), "\(stderr)")
+        #expect(stderr.contains("0x8badf00d hang"), "\(stderr)")
+        let reports = try FileManager.default.contentsOfDirectory(atPath: dir + "/reports/demo@x.service")
+        #expect(reports.contains { $0.hasSuffix(".json") }, "\(reports)")
+    }
+
+    /// Two agents on one process write two sets of reports, not one over the other.
+    @Test func twoAgentsOnOneProcessKeepTheirOwnReports() throws {
+        let dir = try temporaryDirectory("two")
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let fixture = try FixtureProcess(["loop", "--script", "idle:0.5,spin:1.3", "--gap", "0.3", "--exit-when-done"])
+        let first = try startAgent(["--pid", "\(fixture.pid)", "--report-dir", dir])
+        let second = try startAgent(["--pid", "\(fixture.pid)", "--report-dir", dir])
+        #expect(finish(first.0) == 0)
+        #expect(finish(second.0) == 0)
+        let texts = try FileManager.default.contentsOfDirectory(atPath: dir).filter { $0.hasSuffix(".txt") }
+        #expect(texts.count == 2, "\(texts)")
+    }
+
+    /// `--pid A --pid B` watches both (it used to keep only B), each under its own name.
+    @Test func repeatedPidWatchesEveryProcess() throws {
+        let dir = try temporaryDirectory("pids")
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let first = try FixtureProcess(["loop", "--script", "idle:0.3,spin:1.3", "--gap", "0.3", "--exit-when-done"])
+        let second = try FixtureProcess(["loop", "--script", "idle:0.3,spin:1.3", "--gap", "0.3", "--exit-when-done"])
+        let result = try runCommand(agent, [
+            "--pid", "\(first.pid)", "--pid", "\(second.pid)", "--report-dir", dir, "--metrics-file", dir + "/m.prom",
+        ], timeout: 30)
+        #expect(result.status == 0, "\(result.stderr)")
+        for pid in [first.pid, second.pid] {
+            #expect(result.stderr.contains("in stall-fixtures[\(pid)] detected"), "\(result.stderr)")
+        }
+        let metrics = try String(contentsOfFile: dir + "/m.prom", encoding: .utf8)
+        #expect(metrics.contains(#"target="stall-fixtures-\#(second.pid)""#), "\(metrics)")
+        let named = try runCommand(agent, ["--pid", "\(first.pid)", "--pid", "\(second.pid)", "--name", "x"])
+        #expect(named.status == 64, "\(named.stderr)")
     }
 
     /// Occurrence counts and the per-fingerprint rate limit survive an agent restart.
@@ -282,6 +364,31 @@ import Glibc
             #expect(refused.status == 4, "\(refused.stderr)")
             #expect(refused.stderr.contains("CAP_DAC_READ_SEARCH"))
         }
+        #expect(target.procStatus?.tracer == 0)
+    }
+
+    /// Under systemd a missing capability is the unit's setting to fix: the agent exits naming
+    /// it, rather than waiting forever with advice for a terminal.
+    @Test func missingCapabilityUnderSystemdExitsNamingTheUnitSetting() throws {
+        try #require(getuid() == 0, "needs root to drop to an unprivileged user")
+        let dir = try temporaryDirectory("unitcaps")
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        chown(dir, 65534, 65534)
+        let target = try FixtureProcess(["idle"])
+        let unitDir = dir + "/cgroup/system.slice/demo.service"
+        try FileManager.default.createDirectory(atPath: unitDir, withIntermediateDirectories: true)
+        try "\(target.pid)\n".write(toFile: unitDir + "/cgroup.procs", atomically: true, encoding: .utf8)
+        let (process, stderrPath) = try startAgent(
+            ["--reuid=65534", "--regid=65534", "--clear-groups", "--no-new-privs",
+             "--inh-caps=-all,+sys_ptrace", "--ambient-caps=-all,+sys_ptrace", "--bounding-set=-all,+sys_ptrace",
+             agent.path, "--unit", "demo", "--report-dir", dir + "/reports", "--retry-interval", "0.1s", "--duration", "20s"],
+            environment: ["INVOCATION_ID": "5c1d0e7f2a8b4c3d9e6f1a2b3c4d5e6f", "STALLAGENT_CGROUP_ROOT": dir + "/cgroup"],
+            executable: URL(fileURLWithPath: "/usr/bin/setpriv"))
+        #expect(finish(process, timeout: 10) == 4)
+        let stderr = try String(contentsOfFile: stderrPath, encoding: .utf8)
+        #expect(stderr.contains("without CAP_DAC_READ_SEARCH"), "\(stderr)")
+        #expect(stderr.contains("AmbientCapabilities= and CapabilityBoundingSet="), "\(stderr)")
+        #expect(!stderr.contains("setcap") && !stderr.contains("waiting for it"), "\(stderr)")
         #expect(target.procStatus?.tracer == 0)
     }
 }

@@ -50,7 +50,8 @@ struct ReportWriterTests {
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let writer = try ReportWriter(directory: directory)
         let stem = writer.fileStem(for: report(name: "my app/../x;y"))
-        #expect(stem.wholeMatch(of: #/my_app_.._x_y_1234_\d{8}-\d{6}_hang_1/#) != nil)
+        #expect(stem.wholeMatch(of: #/my_app_.._x_y_1234_\d{8}-\d{6}_hang_1-[0-9a-f]{8}/#) != nil, "\(stem)")
+        #expect(stem.hasSuffix("-" + ReportWriter.processInstance))
         #expect(writer.fileStem(for: report(name: "")).hasPrefix("process_1234_"))
         #expect(writer.fileStem(for: report(name: "..")).hasPrefix("process_1234_"))
     }

@@ -38,7 +38,9 @@ public final class HostAgent {
     private let notifier: ServiceNotifier
     public let metrics: AgentMetrics?
     private let listener: MetricsListener?
-    private let writer: ReportWriter
+    private let environment: [String: String]
+    /// An error that ends the run (a unit that lacks a capability): restarting cannot fix it.
+    private var fatal: StallAgentError?
     private var nextMetricsWrite = 0.0
     private var nextRetention = 0.0
     private var nextMetricsUpdate = 0.0
@@ -53,8 +55,8 @@ public final class HostAgent {
     ) throws {
         self.configuration = configuration
         self.log = log
+        self.environment = environment
         guard !configuration.targets.isEmpty else { throw StallAgentError.invalidArgument("nothing to watch: give --pid, --unit, --pidfile or --config") }
-        writer = try ReportWriter(directory: configuration.monitor.reportDirectory)
         if let state = configuration.stateDirectory {
             _ = try ReportWriter(directory: state + "/fingerprints")
         }
@@ -87,22 +89,36 @@ public final class HostAgent {
             }
         }
         var slots: [Slot] = []
+        var labels = Set<String>()
         for var spec in configuration.targets {
             // A pid changes with every start; the process name is what should key its metrics
-            // series and fingerprint state.
+            // series and fingerprint state — unless another target already has that name
+            // (two workers of one program), when the pid tells them apart.
             if case .pid(let pid) = spec.selector, spec.name == nil,
                let comm = try? ProcFS.readText("/proc/\(pid)/comm", pid: pid)
             {
-                spec.name = comm.trimmingCharacters(in: .whitespacesAndNewlines)
+                let name = comm.trimmingCharacters(in: .whitespacesAndNewlines)
+                spec.name = labels.contains(name) ? "\(name)-\(pid)" : name
             }
-            let options = spec.monitorOptions(base: configuration.monitor)
+            labels.insert(spec.label)
+            var options = spec.monitorOptions(base: configuration.monitor)
+            // Each unit's reports apart: retention then counts per unit, and one busy unit
+            // cannot push another's reports out.
+            if let unit = spec.unitName {
+                options.reportDirectory += "/" + ReportWriter.sanitize(unit, fallback: "unit", alsoAllowed: "@")
+            }
+            _ = try ReportWriter(directory: options.reportDirectory)
             slots.append(Slot(spec: spec, options: options, book: HostAgent.loadBook(spec, stateDirectory: configuration.stateDirectory, log: log)))
         }
         self.slots = slots
         let now = MonotonicTime.seconds()
         for slot in slots {
             if case .pid(let pid) = slot.spec.selector {
-                try attach(slot, pid: pid, at: now)
+                do {
+                    try attach(slot, pid: pid, at: now)
+                } catch {
+                    throw ServiceCapabilities.serviceError(for: error, environment: environment) ?? error
+                }
             } else {
                 metrics?.setTargetUp(slot.spec.label, false)
             }
@@ -113,8 +129,9 @@ public final class HostAgent {
     public var metricsPort: UInt16? { listener?.port }
 
     /// Runs until a stop is requested, `duration` passes, or every `pid` target has exited
-    /// (pidfile and unit targets are waited for forever). Returns every watch's summary.
-    public func run(duration: Double? = nil) -> [MonitorSummary] {
+    /// (pidfile and unit targets are waited for forever). Returns every watch's summary;
+    /// throws, after finalising every watch, an error that a restart would not fix.
+    public func run(duration: Double? = nil) throws -> [MonitorSummary] {
         listener?.start()
         let start = MonotonicTime.seconds()
         notifier.ready(status: statusLine())
@@ -136,13 +153,14 @@ public final class HostAgent {
                     tryAttach(slot, at: now)
                 }
             }
-            if slots.allSatisfy(\.done) { break }
+            if slots.allSatisfy(\.done) || fatal != nil { break }
             housekeeping(at: now)
             // The loop got round every target: that is the progress the watchdog vouches for.
             notifier.progress(at: now)
             nextProbe += probeInterval * Double.random(in: 0.8...1.2, using: &random)
             nextProbe = StallMonitor.sleep(until: nextProbe, interval: probeInterval)
         }
+        if let fatal { notifier.status("failed: \(fatal)") }
         notifier.stopping()
         let now = MonotonicTime.seconds()
         for slot in slots {
@@ -152,6 +170,7 @@ public final class HostAgent {
         }
         housekeeping(at: .infinity)
         listener?.stop()
+        if let fatal { throw fatal }
         return slots.flatMap(\.summaries)
     }
 
@@ -163,6 +182,10 @@ public final class HostAgent {
             do {
                 try attach(slot, pid: pid, at: now)
             } catch {
+                if let fatal = ServiceCapabilities.serviceError(for: error, environment: environment) {
+                    self.fatal = fatal
+                    return
+                }
                 waitMessage(slot, "cannot watch process \(pid): \(error)", at: now)
             }
         case .notRunning(let why):
@@ -274,10 +297,13 @@ public final class HostAgent {
             nextMetricsWrite = now + configuration.metricsInterval
         }
         if !configuration.retention.isUnlimited, now >= nextRetention {
-            let open = Set(slots.compactMap { $0.monitor?.openReportStem })
-            let outcome = configuration.retention.apply(to: writer.directory, protected: open)
-            if outcome.removedReports > 0 {
-                log("stallagent: retention: removed \(outcome.removedReports) old report(s), \(outcome.removedBytes) bytes; \(outcome.keptReports) kept")
+            // The limits hold per directory: each unit's, and the shared one of other targets.
+            for directory in Set(slots.map(\.options.reportDirectory)).sorted() {
+                let open = Set(slots.filter { $0.options.reportDirectory == directory }.compactMap { $0.monitor?.openReportStem })
+                let outcome = configuration.retention.apply(to: directory, protected: open)
+                if outcome.removedReports > 0 {
+                    log("stallagent: retention: removed \(outcome.removedReports) old report(s) from \(directory), \(outcome.removedBytes) bytes; \(outcome.keptReports) kept")
+                }
             }
             nextRetention = now + 60
         }

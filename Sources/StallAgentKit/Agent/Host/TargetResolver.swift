@@ -5,9 +5,11 @@ import Glibc
 #endif
 
 /// Finds the process a target currently names: the pid itself, the pid in a pidfile, or a
-/// systemd unit's MainPID (`systemctl show`). Never throws: "not running" is a state the
-/// host agent waits out, with the reason to log once.
-public struct TargetResolver: Sendable {
+/// systemd unit's main process — from the unit's cgroup, and from `systemctl show` only where
+/// no cgroup hierarchy can be read. Called while a target is not watched, never from the probe
+/// loop. Never throws: "not running" is a state the host agent waits out, with the reason to
+/// log once.
+public final class TargetResolver {
     public enum Resolution: Equatable, Sendable {
         case running(Int32)
         case notRunning(String)
@@ -15,10 +17,16 @@ public struct TargetResolver: Sendable {
 
     /// The systemctl to ask (`STALLAGENT_SYSTEMCTL` overrides it, for hosts where it lives
     /// elsewhere).
-    public var systemctl: String
+    public let systemctl: String
+    public let cgroups: UnitCgroups
+    private let unitPath: [String]
+    private let environment: [String: String]
 
     public init(environment: [String: String] = ProcessInfo.processInfo.environment) {
+        self.environment = environment
         systemctl = environment["STALLAGENT_SYSTEMCTL"] ?? "systemctl"
+        cgroups = UnitCgroups(environment: environment)
+        unitPath = Self.unitSearchPath(environment["SYSTEMD_UNIT_PATH"])
     }
 
     public func resolve(_ spec: TargetSpec) -> Resolution {
@@ -45,9 +53,53 @@ public struct TargetResolver: Sendable {
     }
 
     func resolveUnit(_ unit: String) -> Resolution {
+        guard !cgroups.hierarchies.isEmpty else { return resolveWithSystemctl(unit) }
+        guard let cgroup = cgroups.locate(unit) else {
+            if !unitFileExists(unit) { return .notRunning("unit \(unit) not found (no unit file, no cgroup)") }
+            return .notRunning("unit \(unit) is not running (it has no cgroup)")
+        }
+        guard let pid = UnitCgroups.mainProcess(of: UnitCgroups.members(of: cgroup)) else {
+            return .notRunning("unit \(unit) has no processes (inactive, or a oneshot that has finished)")
+        }
+        return .running(pid)
+    }
+
+    // MARK: Unit files
+
+    /// systemd's system unit search path (systemd.unit(5)); `SYSTEMD_UNIT_PATH` replaces it, or
+    /// with a trailing ':' comes before it, as systemd reads it.
+    static func unitSearchPath(_ override: String?) -> [String] {
+        let defaults = [
+            "/etc/systemd/system.control", "/run/systemd/system.control", "/run/systemd/transient",
+            "/run/systemd/generator.early", "/etc/systemd/system", "/etc/systemd/system.attached",
+            "/run/systemd/system", "/run/systemd/system.attached", "/run/systemd/generator",
+            "/usr/local/lib/systemd/system", "/lib/systemd/system", "/usr/lib/systemd/system",
+            "/run/systemd/generator.late",
+        ]
+        guard let override, !override.isEmpty else { return defaults }
+        let given = override.split(separator: ":").map(String.init)
+        return override.hasSuffix(":") ? given + defaults : given
+    }
+
+    /// An instance `name@x.service` is defined by its own file or by the template `name@.service`.
+    func unitFileExists(_ unit: String) -> Bool {
+        var names = [unit]
+        if let at = unit.firstIndex(of: "@"), let dot = unit.lastIndex(of: "."), at < dot {
+            names.append(String(unit[...at]) + String(unit[dot...]))
+        }
+        return unitPath.contains { directory in names.contains { FileManager.default.fileExists(atPath: directory + "/" + $0) } }
+    }
+
+    // MARK: systemctl
+
+    /// Only where no cgroup hierarchy is readable. Its environment loses the notify socket and
+    /// the watchdog and socket-activation variables: systemctl is a child of a Type=notify
+    /// service, and one that fails would otherwise report its errno to systemd as the agent's.
+    func resolveWithSystemctl(_ unit: String) -> Resolution {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         process.arguments = [systemctl, "show", "--property=MainPID,ActiveState,LoadState", "--", unit]
+        process.environment = ServiceNotifier.childEnvironment(environment)
         let output = Pipe()
         let errors = Pipe()
         process.standardOutput = output
@@ -61,7 +113,7 @@ public struct TargetResolver: Sendable {
         process.waitUntilExit()
         guard process.terminationStatus == 0 else {
             let first = errText.split(separator: "\n").first.map(String.init) ?? "exit status \(process.terminationStatus)"
-            return .notRunning("\(systemctl) show \(unit) failed: \(first)")
+            return .notRunning("no cgroup hierarchy to read, and \(systemctl) show \(unit) failed: \(first)")
         }
         return TargetResolver.parseUnitProperties(outText, unit: unit)
     }

@@ -35,6 +35,16 @@ public final class ServiceNotifier {
 
     deinit { if fd >= 0 { close(fd) } }
 
+    /// The environment for a child the agent starts: without the notify socket, the watchdog
+    /// and the socket-activation variables, which are systemd's contract with the agent alone.
+    /// A child that inherited them would notify as the agent (systemctl sends ERRNO= when it
+    /// fails) or be taken for it.
+    public static func childEnvironment(_ environment: [String: String]) -> [String: String] {
+        environment.filter { key, _ in
+            key != "NOTIFY_SOCKET" && !key.hasPrefix("WATCHDOG_") && !key.hasPrefix("LISTEN_")
+        }
+    }
+
     public var isActive: Bool { fd >= 0 }
 
     /// Sends `lines` as one notification. Returns 0 or the errno of the failed send.
