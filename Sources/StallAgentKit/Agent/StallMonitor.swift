@@ -64,6 +64,14 @@ public final class StallMonitor {
     private var idleEntries: UInt64 = 0
     /// Busy turns' lengths (each busy episode ends with a turn or idle).
     public private(set) var turnLengths = TurnLengthHistogram()
+    /// Turn lengths not yet taken by the metrics (bounded between two metrics updates).
+    private var pendingTurnLengths: [Double] = []
+
+    /// The busy turns that ended since the last call, for a metrics histogram.
+    public func drainTurnLengths() -> [Double] {
+        defer { pendingTurnLengths.removeAll(keepingCapacity: true) }
+        return pendingTurnLengths
+    }
     /// Loop turns seen so far (see `loopTurns`), for metrics.
     public var loopTurnCount: UInt64 {
         loopTurnEvidence == .stackRule ? idleEntries &+ UInt64(detector.stackRuleTurns) : loopTurns
@@ -596,6 +604,7 @@ public final class StallMonitor {
                 record(snapshot, write(snapshot))
             case .episodeEnded(let episode):
                 turnLengths.add(episode.duration)
+                if pendingTurnLengths.count < 4096 { pendingTurnLengths.append(episode.duration) }
             case .launchPhaseEnded:
                 break
             }

@@ -37,6 +37,7 @@ import Testing
         ("targets:\n  - unit: a\n  - unit: a\n", 3, "both named 'a.service'"),
         ("threshold: 1s\ntargets: [\n", 3, "not valid YAML"),
         ("threshold: 1s\n", 1, "no 'targets:' list"),
+        ("loop-turns: sometimes\ntargets:\n  - pid: 1\n", 1, "not one of auto, kernel-counter, stack-rule"),
     ] as [(String, Int, String)])
     func mistakesNameTheirLine(text: String, line: Int, message: String) {
         do {
@@ -50,6 +51,15 @@ import Testing
         } catch {
             Issue.record("unexpected \(error)")
         }
+    }
+
+    @Test func loopTurnSettings() throws {
+        let configuration = try AgentConfiguration.parse(
+            "loop-turns: stack-rule\nbusy-frames: [pg_sleep]\ntargets:\n  - pid: 1\n    busy-frames: [\"*execSync*\"]\n",
+            path: "/etc/stallagent/stallagent.yaml")
+        #expect(configuration.monitor.loopTurns == .stackRule)
+        let options = configuration.targets[0].monitorOptions(base: configuration.monitor)
+        #expect(options.busyFramePatterns == ["pg_sleep", "*execSync*"])
     }
 
     @Test func aMissingFileIsAConfigurationError() {

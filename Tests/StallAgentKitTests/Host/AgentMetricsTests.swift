@@ -15,8 +15,12 @@ import Testing
         // Cumulative inputs: only the difference is added.
         metrics.update(target: "nginx.service", monitorKey: "1", stateSeconds: [.idle: 12, .running: 2], pauseSeconds: 0.002,
                        capturesWithStop: 6, capturesWithoutStop: 1)
+        metrics.updateLoop(target: "nginx.service", monitorKey: "1", turns: 900, evidence: .kernelCounter, turnLengths: [0.01, 1.5])
+        metrics.updateLoop(target: "nginx.service", monitorKey: "1", turns: 1000, evidence: .kernelCounter, turnLengths: [0.02])
         metrics.touch()
         let text = metrics.render()
+        #expect(text.contains(#"stallagent_loop_turns_total{target="nginx.service",evidence="kernel_counter"} 1000"#), "\(text)")
+        #expect(text.contains(#"stallagent_loop_busy_turn_seconds_count{target="nginx.service"} 3"#))
         #expect(text.contains(#"stallagent_stalls_total{target="nginx.service",reason="hang",code="0x8badf00d"} 2"#))
         #expect(text.contains(#"stallagent_stall_duration_seconds_count{target="nginx.service"} 2"#))
         #expect(text.contains(#"stallagent_main_thread_state_seconds_total{target="nginx.service",state="idle"} 12"#))

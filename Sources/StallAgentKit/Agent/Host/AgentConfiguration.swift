@@ -33,10 +33,11 @@ public struct AgentConfiguration: Sendable {
         "report-dir", "state-dir", "threshold", "launch-threshold", "probe-interval", "sample-interval",
         "kill-after", "idle-syscalls", "idle-frames", "max-stack", "min-report-interval", "metrics-file",
         "metrics-listen", "metrics-interval", "retention", "retry-interval", "targets", "quiet", "debug-dirs",
+        "busy-frames", "loop-turns",
     ]
     static let targetKeys: Set<String> = [
         "pid", "pidfile", "unit", "name", "threshold", "launch-threshold", "kill-after", "idle-syscalls",
-        "idle-frames",
+        "idle-frames", "busy-frames",
     ]
     static let retentionKeys: Set<String> = ["max-reports", "max-bytes", "max-age"]
 
@@ -110,6 +111,13 @@ public struct AgentConfiguration: Sendable {
             case "kill-after": configuration.monitor.killAfter = try duration(value, key, minimum: 0.01)
             case "idle-syscalls": configuration.monitor.extraIdleSyscalls = try syscalls(value, key)
             case "idle-frames": configuration.monitor.idleFramePatterns = try list(value, key).map(\.0)
+            case "busy-frames": configuration.monitor.busyFramePatterns = try list(value, key).map(\.0)
+            case "loop-turns":
+                let text = try string(value, key)
+                guard let mode = LoopTurnMode(rawValue: text) else {
+                    throw fail(value, "'loop-turns': '\(text)' is not one of auto, kernel-counter, stack-rule")
+                }
+                configuration.monitor.loopTurns = mode
             case "debug-dirs": configuration.monitor.debugDirectories = try list(value, key).map(\.0)
             case "max-stack":
                 let text = try string(value, key)
@@ -184,6 +192,7 @@ public struct AgentConfiguration: Sendable {
                 case "kill-after": target.killAfter = try duration(value, key, minimum: 0.01)
                 case "idle-syscalls": target.extraIdleSyscalls = try syscalls(value, key)
                 case "idle-frames": target.idleFramePatterns = try list(value, key).map(\.0)
+                case "busy-frames": target.busyFramePatterns = try list(value, key).map(\.0)
                 default: break
                 }
             }

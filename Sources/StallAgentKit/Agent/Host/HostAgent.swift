@@ -314,6 +314,9 @@ public final class HostAgent {
             target: slot.spec.label, monitorKey: String(monitor.inspector.pid), stateSeconds: monitor.stateSeconds,
             pauseSeconds: monitor.pauseSecondsTotal, capturesWithStop: monitor.summary.capturesWithStop,
             capturesWithoutStop: monitor.capturesWithoutStop)
+        metrics?.updateLoop(
+            target: slot.spec.label, monitorKey: String(monitor.inspector.pid), turns: monitor.loopTurnCount,
+            evidence: monitor.loopTurnEvidence, turnLengths: monitor.drainTurnLengths())
     }
 
     /// STATUS= for `systemctl status`: what is watched and how many stalls so far.

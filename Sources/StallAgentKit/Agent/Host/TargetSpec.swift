@@ -18,6 +18,7 @@ public struct TargetSpec: Sendable, Equatable {
     public var killAfter: Double?
     public var extraIdleSyscalls: Set<Int> = []
     public var idleFramePatterns: [String] = []
+    public var busyFramePatterns: [String] = []
 
     public init(selector: Selector, name: String? = nil) {
         self.selector = selector
@@ -52,6 +53,7 @@ public struct TargetSpec: Sendable, Equatable {
         if let killAfter { options.killAfter = killAfter }
         options.extraIdleSyscalls.formUnion(extraIdleSyscalls)
         options.idleFramePatterns += idleFramePatterns
+        options.busyFramePatterns += busyFramePatterns
         return options
     }
 

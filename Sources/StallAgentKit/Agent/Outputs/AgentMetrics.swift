@@ -21,6 +21,7 @@ public final class AgentMetrics: @unchecked Sendable {
     private var lastCPUSeconds = 0.0
     private var stateTotals: [String: [ThreadActivity: Double]] = [:]
     private var pauseTotals: [String: (seconds: Double, stops: Int, nonStop: Int)] = [:]
+    private var loopTotals: [String: UInt64] = [:]
     private let lock = NSLock()
 
     public init() {
@@ -45,6 +46,26 @@ public final class AgentMetrics: @unchecked Sendable {
                 descriptor: AgentMetrics.descriptor("stall_duration", "seconds", "Duration of finished stalls."), labels: [("target", target)],
                 buckets: AgentMetrics.stallDurationBuckets
             ).record(duration)
+        }
+    }
+
+    /// Loop health: turns of the target's event loop since the last call (a monitor's running
+    /// total; replaced monitors start over, like `update`), and the lengths of busy turns.
+    public func updateLoop(target: String, monitorKey: String, turns: UInt64, evidence: LoopTurnEvidence, turnLengths: [Double]) {
+        lock.withLock {
+            let key = target + "\u{0}" + monitorKey
+            let before = loopTotals[key] ?? 0
+            if turns > before {
+                registry.makeCounter(
+                    descriptor: AgentMetrics.descriptor("loop_turns", "total", "Turns of the target's event loop (exact with the kernel counter or loop probe, a lower bound with the stack rule)."), labels: [("target", target), ("evidence", evidence.rawValue.replacingOccurrences(of: " ", with: "_"))]
+                ).increment(by: Int64(turns - before))
+            }
+            loopTotals[key] = turns
+            guard !turnLengths.isEmpty else { return }
+            let histogram = registry.makeValueHistogram(
+                descriptor: AgentMetrics.descriptor("loop_busy_turn", "seconds", "Length of busy loop turns seen by the probe (from leaving the wait to the next turn); turns shorter than a probe interval only count in loop_turns_total."), labels: [("target", target)],
+                buckets: TurnLengthHistogram.bounds)
+            for length in turnLengths { histogram.record(length) }
         }
     }
 
@@ -104,6 +125,7 @@ public final class AgentMetrics: @unchecked Sendable {
         lock.withLock {
             stateTotals[target + "\u{0}" + monitorKey] = nil
             pauseTotals[target + "\u{0}" + monitorKey] = nil
+            loopTotals[target + "\u{0}" + monitorKey] = nil
         }
     }
 
