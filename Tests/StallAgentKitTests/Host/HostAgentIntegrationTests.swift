@@ -64,8 +64,14 @@ import Glibc
         defer { if supervisor.isRunning { kill(supervisor.processIdentifier, SIGKILL) }; supervisor.waitUntilExit() }
         let (process, stderrPath) = try startAgent([
             "--pidfile", pidfile, "--name", "app", "--report-dir", dir + "/reports", "--state-dir", dir + "/state",
-            "--metrics-file", dir + "/stallagent.prom", "--metrics-interval", "0.5s", "--retry-interval", "0.1s", "--duration", "7s",
+            "--metrics-file", dir + "/stallagent.prom", "--metrics-interval", "0.5s", "--retry-interval", "0.1s",
         ])
+        // The spins are CPU time: on a loaded machine they take longer. Stop the agent once
+        // both runs are over (SIGTERM finalises and exits 0).
+        let deadline = Date().addingTimeInterval(60)
+        while supervisor.isRunning && Date() < deadline { usleep(50_000) }
+        usleep(300_000)
+        kill(process.processIdentifier, SIGTERM)
         #expect(finish(process) == 0)
         let stderr = try String(contentsOfFile: stderrPath, encoding: .utf8)
         let attaches = stderr.components(separatedBy: "(pidfile \(pidfile))").count - 1

@@ -53,7 +53,9 @@ import Glibc
         try #require(FileManager.default.fileExists(atPath: library))
         let process = Process()
         process.executableURL = FixtureProcess.executableURL
-        process.arguments = ["loop", "--script", "spin:0.9", "--gap", "0.3", "--exit-when-done"]
+        let log = FileManager.default.temporaryDirectory.appendingPathComponent("lp-\(UUID().uuidString).jsonl").path
+        defer { unlink(log) }
+        process.arguments = ["loop", "--script", "spin:0.9", "--gap", "0.3", "--exit-when-done", "--log", log]
         process.environment = ["LD_PRELOAD": library]
         process.standardOutput = FileHandle.nullDevice
         try process.run()
@@ -71,6 +73,10 @@ import Glibc
         #expect(monitor.loopProbe != nil)
         let summary = monitor.run()
         #expect(summary.stalls.count == 1)
-        #expect(abs((summary.stalls.first?.duration ?? 0) - 0.9) < 0.005)
+        // The spin is 0.9 s of CPU time: compare with the wall time the fixture logged.
+        let logged = try String(contentsOfFile: log, encoding: .utf8)
+        let object = try JSONSerialization.jsonObject(with: Data(logged.utf8)) as? [String: Any]
+        let truth = try #require(object?["seconds"] as? Double)
+        #expect(abs((summary.stalls.first?.duration ?? 0) - truth) < 0.005, "\(summary.stalls.first?.duration ?? 0) vs \(truth)")
     }
 }
