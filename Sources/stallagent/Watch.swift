@@ -72,6 +72,11 @@ struct WatchOptions: ParsableArguments {
         options.loopTurns = mode
         options.reportDirectory = reportDir ?? options.reportDirectory
         options.quiet = quiet
+        // The same bounds as the config file's max-stack: a negative size crashed the agent and
+        // 0 made a blocked thread take a ptrace stop.
+        guard maxStack >= 4096, maxStack <= 64 << 20 else {
+            throw ValidationError("--max-stack: \(maxStack) is out of range (4096 to \(64 << 20) bytes)")
+        }
         options.maxStackBytes = maxStack
         options.debugDirectories = debugDirectories
         return options
@@ -210,7 +215,7 @@ struct Watch: ParsableCommand {
             configuration.retention.maxBytes = bytes
         }
         configuration.retryInterval = try durationOption(retryInterval, "retry-interval", minimum: 0.05)
-        if let maxReportAge { configuration.retention.maxAge = try durationOption(maxReportAge, "max-report-age", minimum: 1) }
+        if let maxReportAge { configuration.retention.maxAge = try durationOption(maxReportAge, "max-report-age", minimum: 1, maximum: 100 * 366 * 86400) }
         return configuration
     }
 }

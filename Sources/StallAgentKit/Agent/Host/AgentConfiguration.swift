@@ -68,9 +68,11 @@ public struct AgentConfiguration: Sendable {
         }
         func duration(_ node: Node, _ key: String, minimum: Double = 0) throws -> Double {
             let text = try string(node, key)
-            guard let value = DurationParser.parse(text), value >= minimum else {
+            guard let value = DurationParser.parse(text), value.isFinite, value >= minimum else {
                 throw fail(node, "'\(key)': '\(text)' is not a duration (examples: 1.5s, 250ms, 2m, 30d)")
             }
+            // As on the command line: at most a year (larger values overflow deadlines).
+            guard value <= 366 * 86400 else { throw fail(node, "'\(key)': '\(text)' is out of range (at most 366d)") }
             return value
         }
         func positiveInt(_ node: Node, _ key: String) throws -> Int {
