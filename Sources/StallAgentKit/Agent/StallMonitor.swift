@@ -79,6 +79,9 @@ public final class StallMonitor {
     private var homeWaits = HomeWaitTracker()
     private var lastWaitSite: HomeWaitTracker.Site?
     private var canonicalWaitSites: [HomeWaitTracker.Site: HomeWaitTracker.Site] = [:]
+    private var lockWaitSites: Set<HomeWaitTracker.Site> = []
+    /// Functions that wait for a lock through an idle-set wait.
+    static let lockWaitFrames = ["ProcSleep", "WaitOnLock", "*LockAcquire*"]
     /// Home waits whose stacks gave the stack rule its loop frames.
     private var learnedLoopSites: Set<HomeWaitTracker.Site> = []
     private var loopFrameUnion: [SampledFrame] = []
@@ -364,7 +367,7 @@ public final class StallMonitor {
         let sched = probe.schedstat()
         var activity = classify(state: stat.state, syscall: syscall)
         if activity == .idle, waitVerdict == .nested {
-            activity = .blockedCall
+            activity = lastWaitSite.map { lockWaitSites.contains($0) } == true ? .lockWait : .blockedCall
         } else if activity == .blockedCall, let number = syscall?.syscallNumber,
                   StallMonitor.parkingSyscalls.contains(number), !homeWaits.knowsLoop
         {
@@ -441,7 +444,8 @@ public final class StallMonitor {
         guard let snapshot = inspector.capturer.captureWithoutStop(
             pid: inspector.pid, tid: inspector.pid, info: syscall, probe: probe, stackEnd: inspector.stackEnd)
         else { return raw }
-        let frames = inspector.unwinder.unwind(snapshot).frames
+        let stack = inspector.unwinder.unwind(snapshot)
+        let frames = stack.frames
         var site = raw
         if frames.count >= 2 {
             let wrapper = inspector.modules.module(containing: frames[0].address)?.start
@@ -451,6 +455,12 @@ public final class StallMonitor {
         }
         if canonicalWaitSites.count > 4096 { canonicalWaitSites.removeAll() }
         canonicalWaitSites[raw] = site
+        // A nested wait under a lock-waiting function (PostgreSQL's heavyweight locks sleep in
+        // ProcSleep → WaitLatch → epoll_wait) is a lock wait, not just a blocked call.
+        let names = inspector.symbolizer.symbolize(stack).compactMap(\.function)
+        if names.contains(where: { name in StallMonitor.lockWaitFrames.contains { GlobPattern.matches($0, name) } }) {
+            lockWaitSites.insert(site)
+        }
         return site
     }
 
