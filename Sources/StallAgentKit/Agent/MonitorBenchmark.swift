@@ -142,8 +142,9 @@ public final class MonitorBenchmark {
         ]
         var rates: [String: [Double]] = [:]
         var summaries: [String: String] = [:]
-        for _ in 0..<rounds {
-            for mode in modes {
+        for round in 0..<rounds {
+            for offset in 0..<modes.count {
+                let mode = modes[(round + offset) % modes.count]
                 let fixture = try BenchmarkFixture(
                     fixtures, ["loop", "--script", "saturate:\(seconds)", "--gap", "0.2", "--exit-when-done"])
                 defer { _ = try? fixture.finish() }
@@ -208,8 +209,11 @@ public final class MonitorBenchmark {
         }
         var rates: [String: [Double]] = [:]
         var summaries: [String: String] = [:]
-        for _ in 0..<rounds {
-            for mode in ["unwatched", "kernel counter", "stack rule"] {
+        let modes = ["unwatched", "kernel counter", "stack rule"]
+        for round in 0..<rounds {
+            // Rotated each round, so no mode always runs first (warm-up) or last.
+            for offset in 0..<modes.count {
+                let mode = modes[(round + offset) % modes.count]
                 var agent: Process?
                 let err = FileManager.default.temporaryDirectory.appendingPathComponent("mbench-redis-\(UUID().uuidString)")
                 _ = FileManager.default.createFile(atPath: err.path, contents: nil)
