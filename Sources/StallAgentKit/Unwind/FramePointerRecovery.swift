@@ -1,0 +1,106 @@
+/// Finds the RBP a stop-free snapshot lacks (`/proc/…/syscall` gives only SP and PC) when a
+/// frame's CFI needs it, as frame-pointer code's does (CFA = RBP + 16).
+///
+/// The frame's own frame record is somewhere above its stack pointer, but so are stale
+/// records left by earlier calls and the records of older frames; taking the first plausible
+/// one (what this used to do) named a stale callee or skipped a caller. So every plausible
+/// slot (saved RBP higher in the stack or zero, then a return address in code after a call
+/// instruction) is tried as RBP and the whole chain it implies is unwound with CFI wherever
+/// the code has it: every return address must be in code after a call, and the chain must
+/// reach the end of the stack (or of the copy, or the frame limit). `choose` then picks the
+/// one chain that explains the others, or none.
+struct FramePointerRecovery {
+    let unwinder: SnapshotUnwinder
+    /// How far above the frame's stack pointer its frame record is looked for.
+    static let window: UInt64 = 64 * 1024
+    /// Bounds the work on a stack full of plausible-looking words.
+    static let maxCandidates = 48
+
+    var context: UnwindContext { unwinder.context }
+
+    /// `frames.last` is the frame whose step needs RBP. On success `frames` holds the whole
+    /// chain; otherwise it is left as it was.
+    func recover(frames: inout [UnwoundFrame]) -> UnwindEnd {
+        guard let frame = frames.last else { return .missingRegister }
+        let prefix = Array(frames.dropLast())
+        let resumesAtReturnAddress = !prefix.isEmpty && !frame.isSignalFrame
+        let stackEnd = context.stackEnd
+        guard stackEnd >= 16 else { return .missingRegister }
+        var slot = (max(frame.stackPointer, context.stackStart) &+ 7) & ~7
+        let limit = min(stackEnd - 16, slot &+ FramePointerRecovery.window)
+        var chains: [Chain] = []
+        var tried = 0
+        while slot <= limit, tried < FramePointerRecovery.maxCandidates {
+            defer { slot += 8 }
+            guard let saved = context.readWord(slot), let returnAddress = context.readWord(slot + 8),
+                  saved == 0 || (saved > slot && context.isInStack(saved)),
+                  context.isPlausibleReturnAddress(returnAddress)
+            else { continue }
+            tried += 1
+            var registers = RegisterFile()
+            registers[RegisterFile.rsp] = frame.stackPointer
+            registers[RegisterFile.rip] = frame.address
+            registers[RegisterFile.rbp] = slot
+            var walked = prefix
+            let end = unwinder.walk(
+                from: registers, resumingAtReturnAddress: resumesAtReturnAddress, frames: &walked, recoverFramePointer: false)
+            guard end == .complete || end == .truncatedAtLimit || end == .outsideCopiedStack,
+                  walked.count > frames.count
+            else { continue }
+            chains.append(Chain(
+                frames: walked, end: end, complete: end == .complete,
+                junctionMismatches: callMismatches(walked, from: prefix.count, limit: 2),
+                tail: walked[frames.count...].map(\.address)))
+        }
+        guard let chosen = FramePointerRecovery.choose(chains) else { return .missingRegister }
+        frames = chosen.frames
+        return chosen.end
+    }
+
+    struct Chain {
+        var frames: [UnwoundFrame]
+        var end: UnwindEnd
+        var complete: Bool
+        var junctionMismatches: Int
+        /// Return addresses after the frame that needed RBP.
+        var tail: [UInt64]
+    }
+
+    /// The chain to believe, or nil when the evidence does not single one out.
+    ///
+    /// Among the best-ranked chains (complete before cut short, then fewest call mismatches at
+    /// the two return addresses the candidate record decides), a record further up the stack
+    /// yields the same chain with frames skipped: its tail is a suffix of the true chain's
+    /// tail. So the chain whose tail ends every other one explains them all and is taken;
+    /// when none does, the candidates disagree and nothing is guessed.
+    static func choose(_ chains: [Chain]) -> Chain? {
+        guard let best = chains.map({ ($0.complete ? 0 : 1, $0.junctionMismatches) }).min(by: <) else { return nil }
+        let ranked = chains.filter { ($0.complete ? 0 : 1, $0.junctionMismatches) == best }
+        let explaining = ranked.filter { chain in
+            ranked.allSatisfy { other in other.tail.count <= chain.tail.count && chain.tail.suffix(other.tail.count).elementsEqual(other.tail) }
+        }
+        guard let first = explaining.first, explaining.allSatisfy({ $0.tail == first.tail }) else { return nil }
+        return first
+    }
+
+    /// Return addresses from frame `index + 1` outwards (at most `limit` of them) whose `call rel32` targets a function
+    /// other than the one the frame below is in. Only targets that start a function of their
+    /// own count: a call through the PLT lands on a stub, which says nothing.
+    func callMismatches(_ frames: [UnwoundFrame], from index: Int, limit: Int) -> Int {
+        var count = 0
+        var position = index + 1
+        while position < frames.count, position <= index + limit {
+            defer { position += 1 }
+            let caller = frames[position]
+            let callee = frames[position - 1]
+            guard !caller.isSignalFrame, !callee.isSignalFrame,
+                  let module = context.modules.module(containing: caller.address),
+                  let target = module.directCallTarget(returningTo: caller.address),
+                  let calleeStart = context.procedureStart(covering: callee.lookupAddress(isInnermost: position == 1)),
+                  target != calleeStart
+            else { continue }
+            if context.procedureStart(covering: target) == target { count += 1 }
+        }
+        return count
+    }
+}
