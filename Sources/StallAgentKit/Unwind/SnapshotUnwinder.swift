@@ -94,7 +94,10 @@ public final class SnapshotUnwinder {
                 _ = sa_unw_get_sp(cursor, &sp)
                 let resumed = firstOfWalk && atReturnAddress
                 let address = resumed ? registers.pc : ip
-                if address == 0 { return .complete }
+                // A zero return address read from the stack ends many real stacks, but a
+                // candidate chain must reach an end the CFI declares: stale frame records
+                // often hold a zero where the return address would be.
+                if address == 0 { return recoverFramePointer ? .complete : .badFrame }
                 let signal = !resumed && sa_unw_is_signal_frame(cursor) > 0
                 if let last = frames.last {
                     if sp < last.stackPointer || (sp == last.stackPointer && address == last.address) { return .badFrame }
@@ -112,7 +115,7 @@ public final class SnapshotUnwinder {
                     guard let caller = FramePointerStep.caller(ofFrameAt: sp, rbp: rbp, context: context) else {
                         return .noUnwindInfo
                     }
-                    if caller.pc == 0 { return .complete }
+                    if caller.pc == 0 { return recoverFramePointer ? .complete : .badFrame }
                     next = caller
                     break
                 }
