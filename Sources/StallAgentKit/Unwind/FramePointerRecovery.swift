@@ -29,6 +29,8 @@ struct FramePointerRecovery {
         var slot = (max(frame.stackPointer, context.stackStart) &+ 7) & ~7
         let limit = min(stackEnd - 16, slot &+ FramePointerRecovery.window)
         var chains: [Chain] = []
+        // The lowest record whose call site confirms it but whose chain breaks further out.
+        var brokenConfirmed = UInt64.max
         var tried = 0
         while slot <= limit, tried < FramePointerRecovery.maxCandidates {
             defer { slot += 8 }
@@ -44,24 +46,33 @@ struct FramePointerRecovery {
             var walked = prefix
             let end = unwinder.walk(
                 from: registers, resumingAtReturnAddress: resumesAtReturnAddress, frames: &walked, recoverFramePointer: false)
-            guard end == .complete || end == .truncatedAtLimit || end == .outsideCopiedStack,
-                  walked.count > frames.count
-            else { continue }
+            guard walked.count > frames.count else { continue }
+            guard end == .complete || end == .truncatedAtLimit || end == .outsideCopiedStack else {
+                if callConfirms(walked, at: frames.count) { brokenConfirmed = min(brokenConfirmed, slot) }
+                continue
+            }
             chains.append(Chain(
-                frames: walked, end: end, complete: end == .complete,
+                slot: slot, frames: walked, end: end, complete: end == .complete,
                 junctionMismatches: callMismatches(walked, from: prefix.count, limit: 2),
+                confirmed: callConfirms(walked, at: frames.count),
                 tail: walked[frames.count...].map(\.address)))
         }
-        guard let chosen = FramePointerRecovery.choose(chains) else { return .missingRegister }
+        // The frame's own record is the lowest one its caller's call site confirms; if that
+        // chain is broken (a damaged stack), a record further up only skips frames.
+        guard let chosen = FramePointerRecovery.choose(chains), chosen.slot < brokenConfirmed else { return .missingRegister }
         frames = chosen.frames
         return chosen.end
     }
 
     struct Chain {
+        var slot: UInt64
         var frames: [UnwoundFrame]
         var end: UnwindEnd
         var complete: Bool
         var junctionMismatches: Int
+        /// The first return address follows a direct call to the function the frame that
+        /// needed RBP is in: positive evidence that the record is that frame's own.
+        var confirmed: Bool
         /// Return addresses after the frame that needed RBP.
         var tail: [UInt64]
     }
@@ -73,6 +84,10 @@ struct FramePointerRecovery {
     /// yields the same chain with frames skipped: its tail is a suffix of the true chain's
     /// tail. So the chain whose tail ends every other one explains them all and is taken;
     /// when none does, the candidates disagree and nothing is guessed.
+    ///
+    /// What this cannot tell apart: a stale record whose two call sites are both indirect
+    /// inserts one frame the true chain lacks, and when the true record is gone (a corrupt
+    /// stack) an older frame's record yields the stack with frames skipped.
     static func choose(_ chains: [Chain]) -> Chain? {
         guard let best = chains.map({ ($0.complete ? 0 : 1, $0.junctionMismatches) }).min(by: <) else { return nil }
         let ranked = chains.filter { ($0.complete ? 0 : 1, $0.junctionMismatches) == best }
@@ -80,7 +95,21 @@ struct FramePointerRecovery {
             ranked.allSatisfy { other in other.tail.count <= chain.tail.count && chain.tail.suffix(other.tail.count).elementsEqual(other.tail) }
         }
         guard let first = explaining.first, explaining.allSatisfy({ $0.tail == first.tail }) else { return nil }
+        // A lone chain explains nothing: unless its call site confirms it, it may be an older
+        // frame's record reached after the right one was lost (the stack then skips frames).
+        guard first.confirmed || ranked.contains(where: { $0.tail != first.tail }) else { return nil }
         return first
+    }
+
+    /// True when the return address at `position` follows a `call rel32` to the start of the
+    /// function the frame below it is in.
+    func callConfirms(_ frames: [UnwoundFrame], at position: Int) -> Bool {
+        guard position > 0, position < frames.count,
+              let module = context.modules.module(containing: frames[position].address),
+              let target = module.directCallTarget(returningTo: frames[position].address),
+              let calleeStart = context.procedureStart(covering: frames[position - 1].lookupAddress(isInnermost: position == 1))
+        else { return false }
+        return target == calleeStart
     }
 
     /// Return addresses from frame `index + 1` outwards (at most `limit` of them) whose `call rel32` targets a function
