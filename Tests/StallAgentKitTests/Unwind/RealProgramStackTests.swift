@@ -134,7 +134,8 @@ import Glibc
     func nodeJavaScriptFramesUnwindToStart() throws {
         let node = try #require(RealProgramStackTests.node)
         let process = try FixtureProcess(
-            ["--perf-basic-prof", "-e", "function burnCpu(){let x=0;for(;;){x+=Math.sqrt(x)}} burnCpu()"],
+            // --perf-basic-prof also turns on V8's log, which would land in the working directory.
+            ["--perf-basic-prof", "--logfile=/dev/null", "--no-logfile-per-isolate", "-e", "function burnCpu(){let x=0;for(;;){x+=Math.sqrt(x)}} burnCpu()"],
             executable: node, waitForReady: false)
         defer { unlink("/tmp/perf-\(process.pid).map") }
         // Let it reach optimized code.
