@@ -26,8 +26,55 @@ struct FramePointerRecovery {
         let resumesAtReturnAddress = !prefix.isEmpty && !frame.isSignalFrame
         let stackEnd = context.stackEnd
         guard stackEnd >= 16 else { return .missingRegister }
-        var slot = (max(frame.stackPointer, context.stackStart) &+ 7) & ~7
+        let slot = (max(frame.stackPointer, context.stackStart) &+ 7) & ~7
         let limit = min(stackEnd - 16, slot &+ FramePointerRecovery.window)
+        guard slot <= limit else { return .missingRegister }
+        let key = Key(address: frame.address, stackPointer: frame.stackPointer, bytes: contentHash(from: slot, through: limit + 16))
+        if let known = context.recoveredRecords[key] {
+            guard let record = known else { return .missingRegister }
+            var walked = prefix
+            let end = unwinder.walk(
+                from: registers(for: frame, record: record), resumingAtReturnAddress: resumesAtReturnAddress, frames: &walked,
+                recoverFramePointer: false)
+            frames = walked
+            return end
+        }
+        let chosen = search(frames: frames, from: slot, through: limit, resumesAtReturnAddress: resumesAtReturnAddress)
+        if context.recoveredRecords.count > 256 { context.recoveredRecords.removeAll(keepingCapacity: true) }
+        context.recoveredRecords[key] = .some(chosen?.slot)
+        guard let chosen else { return .missingRegister }
+        frames = chosen.frames
+        return chosen.end
+    }
+
+    struct Key: Hashable {
+        var address: UInt64
+        var stackPointer: UInt64
+        var bytes: Int
+    }
+
+    private func contentHash(from start: UInt64, through end: UInt64) -> Int {
+        var hasher = Hasher()
+        let lower = Int(start - context.stackStart)
+        let upper = min(Int(end - context.stackStart), context.stack.count)
+        if lower < upper { hasher.combine(bytes: UnsafeRawBufferPointer(rebasing: context.stack[lower..<upper])) }
+        return hasher.finalize()
+    }
+
+    private func registers(for frame: UnwoundFrame, record: UInt64) -> RegisterFile {
+        var registers = RegisterFile()
+        registers[RegisterFile.rsp] = frame.stackPointer
+        registers[RegisterFile.rip] = frame.address
+        registers[RegisterFile.rbp] = record
+        return registers
+    }
+
+    private func search(
+        frames: [UnwoundFrame], from first: UInt64, through limit: UInt64, resumesAtReturnAddress: Bool
+    ) -> Chain? {
+        guard let frame = frames.last else { return nil }
+        let prefix = Array(frames.dropLast())
+        var slot = first
         var chains: [Chain] = []
         // The lowest record whose call site confirms it but whose chain breaks further out.
         var brokenConfirmed = UInt64.max
@@ -39,13 +86,9 @@ struct FramePointerRecovery {
                   context.isPlausibleReturnAddress(returnAddress)
             else { continue }
             tried += 1
-            var registers = RegisterFile()
-            registers[RegisterFile.rsp] = frame.stackPointer
-            registers[RegisterFile.rip] = frame.address
-            registers[RegisterFile.rbp] = slot
             var walked = prefix
             let end = unwinder.walk(
-                from: registers, resumingAtReturnAddress: resumesAtReturnAddress, frames: &walked, recoverFramePointer: false)
+                from: registers(for: frame, record: slot), resumingAtReturnAddress: resumesAtReturnAddress, frames: &walked, recoverFramePointer: false)
             guard walked.count > frames.count else { continue }
             guard end == .complete || end == .truncatedAtLimit || end == .outsideCopiedStack else {
                 if callConfirms(walked, at: frames.count) { brokenConfirmed = min(brokenConfirmed, slot) }
@@ -59,9 +102,8 @@ struct FramePointerRecovery {
         }
         // The frame's own record is the lowest one its caller's call site confirms; if that
         // chain is broken (a damaged stack), a record further up only skips frames.
-        guard let chosen = FramePointerRecovery.choose(chains), chosen.slot < brokenConfirmed else { return .missingRegister }
-        frames = chosen.frames
-        return chosen.end
+        guard let chosen = FramePointerRecovery.choose(chains), chosen.slot < brokenConfirmed else { return nil }
+        return chosen
     }
 
     struct Chain {

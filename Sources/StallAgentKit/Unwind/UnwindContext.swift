@@ -20,9 +20,18 @@ final class UnwindContext {
 
     deinit { dropTables() }
 
+    /// Function starts by pc (0: no CFI), as the frame-record search asks for the same few
+    /// return addresses over and over.
+    private var procedureStarts: [UInt64: UInt64] = [:]
+    /// The frame-record search's answer per (pc, sp, stack bytes it read): a thread blocked in
+    /// one call is sampled again and again with the same stack.
+    var recoveredRecords: [FramePointerRecovery.Key: UInt64?] = [:]
+
     func dropTables() {
         for table in tables.values { table.deallocate() }
         tables = [:]
+        procedureStarts = [:]
+        recoveredRecords = [:]
     }
 
     var stackEnd: UInt64 { stackStart &+ UInt64(stack.count) }
@@ -48,6 +57,14 @@ final class UnwindContext {
     /// no CFI covers it: JIT code, hand-written code without CFI, a module without
     /// `.eh_frame_hdr`.
     func procedureStart(covering pc: UInt64) -> UInt64? {
+        if let known = procedureStarts[pc] { return known == 0 ? nil : known }
+        let start = lookUpProcedureStart(covering: pc)
+        if procedureStarts.count > 50_000 { procedureStarts.removeAll(keepingCapacity: true) }
+        procedureStarts[pc] = start ?? 0
+        return start
+    }
+
+    private func lookUpProcedureStart(covering pc: UInt64) -> UInt64? {
         guard let addressSpace, let module = modules.module(containing: pc), let table = table(for: module),
               pc >= table.pointee.start_ip, pc < table.pointee.end_ip
         else { return nil }

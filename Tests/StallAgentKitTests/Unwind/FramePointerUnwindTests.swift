@@ -118,6 +118,24 @@ import Glibc
         try expectSameAsEuStack(dump, pid: fixture.pid)
     }
 
+    /// A blocked thread is sampled again and again with the same stack: the search's answer
+    /// is remembered per stack content, and a changed stack is searched afresh.
+    @Test func repeatedUnwindsOfOneStackAgree() throws {
+        let fixture = try start("read")
+        let inspector = try ProcessInspector(pid: fixture.pid)
+        let (snapshot, first) = try inspector.captureStack(tid: fixture.pid, activity: .blockedCall)
+        #expect(!inspector.unwinder.context.recoveredRecords.isEmpty)
+        for _ in 0..<3 {
+            let again = inspector.unwinder.unwind(snapshot)
+            #expect(again.frames == first.frames && again.end == first.end)
+        }
+        var emptied = snapshot
+        for index in 64..<emptied.stack.count { emptied.stack[index] = 0 }
+        let ended = inspector.unwinder.unwind(emptied)
+        #expect(ended.end == .missingRegister)
+        #expect(first.frames.starts(with: ended.frames))
+    }
+
     /// Damaged copies of a real stop-free snapshot: data where a return address should be ends
     /// the stack (no frame built from it), and with no usable frame record the stack ends at
     /// the frame that needed RBP.
