@@ -121,25 +121,38 @@ struct FramePointerRecovery {
 
     /// The chain to believe, or nil when the evidence does not single one out.
     ///
-    /// Among the best-ranked chains (complete before cut short, then fewest call mismatches at
-    /// the two return addresses the candidate record decides), a record further up the stack
-    /// yields the same chain with frames skipped: its tail is a suffix of the true chain's
-    /// tail. So the chain whose tail ends every other one explains them all and is taken;
-    /// when none does, the candidates disagree and nothing is guessed.
+    /// A record whose return address follows a direct call to the very function that needed
+    /// RBP is that function's own (or an earlier activation's from the same caller): such
+    /// confirmed chains are preferred. Stale records are common, and their call sites often
+    /// say nothing (a call through the PLT: libc functions push RBP as a callee-saved
+    /// register, which leaves a record-shaped pair behind).
+    ///
+    /// Otherwise, among the best-ranked chains (complete before cut short, then fewest call
+    /// mismatches at the two return addresses the candidate record decides), a record further
+    /// up the stack yields the same chain with frames skipped: its tail is a suffix of the
+    /// true chain's tail. So the chain whose tail ends every other one explains them all and
+    /// is taken; when none does, the candidates disagree and nothing is guessed.
     ///
     /// What this cannot tell apart: a stale record whose two call sites are both indirect
     /// inserts one frame the true chain lacks, and when the true record is gone (a corrupt
     /// stack) an older frame's record yields the stack with frames skipped.
     static func choose(_ chains: [Chain]) -> Chain? {
+        if let confirmed = explaining(chains.filter(\.confirmed)) { return confirmed }
+        guard let chosen = explaining(chains) else { return nil }
+        // A lone chain explains nothing: unless its call site confirms it, it may be an older
+        // frame's record reached after the right one was lost (the stack then skips frames).
+        guard chosen.confirmed || chains.contains(where: { $0.tail != chosen.tail }) else { return nil }
+        return chosen
+    }
+
+    /// The best-ranked chain whose tail ends those of all other best-ranked chains.
+    private static func explaining(_ chains: [Chain]) -> Chain? {
         guard let best = chains.map({ ($0.complete ? 0 : 1, $0.junctionMismatches) }).min(by: <) else { return nil }
         let ranked = chains.filter { ($0.complete ? 0 : 1, $0.junctionMismatches) == best }
         let explaining = ranked.filter { chain in
             ranked.allSatisfy { other in other.tail.count <= chain.tail.count && chain.tail.suffix(other.tail.count).elementsEqual(other.tail) }
         }
         guard let first = explaining.first, explaining.allSatisfy({ $0.tail == first.tail }) else { return nil }
-        // A lone chain explains nothing: unless its call site confirms it, it may be an older
-        // frame's record reached after the right one was lost (the stack then skips frames).
-        guard first.confirmed || ranked.contains(where: { $0.tail != first.tail }) else { return nil }
         return first
     }
 
