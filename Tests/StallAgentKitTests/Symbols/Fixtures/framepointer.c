@@ -49,6 +49,11 @@ NOINLINE static void fp_block(void) {
 
 NOINLINE static void fp_waiter(void) {
     sink += fp_scribble(12);
+    // libc (no frame pointers) pushes RBP as a callee-saved register: record-shaped pairs
+    // behind a call through the PLT, which no call-site check can refute.
+    char text[256];
+    snprintf(text, sizeof text, "%d %s %f %p", (int)sink, "stale", 1.5, (void *)text);
+    __asm__ volatile("" : : "r"(text) : "memory");
     fp_block();
     sink++;
 }
