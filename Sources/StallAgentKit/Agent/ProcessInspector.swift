@@ -93,8 +93,8 @@ public final class ProcessInspector {
     }
 
     /// Captures one thread. Idle threads are never stopped; a blocked thread is copied
-    /// without a stop and, only if that copy lacks a register the unwind needs, stopped
-    /// briefly (a non-idle blocking call restarts transparently after a ptrace stop).
+    /// without a stop and, only if that copy lacks a register the unwind needs and its call
+    /// restarts transparently after a ptrace stop (`TransparentRestart`), stopped briefly.
     public func captureStack(tid: Int32, activity: ThreadActivity, probe: ThreadProbeFiles? = nil) throws
         -> (snapshot: ThreadSnapshot, stack: UnwoundStack)
     {
@@ -113,7 +113,7 @@ public final class ProcessInspector {
                     stack = unwinder.unwind(snapshot)
                 }
                 if snapshot.method == .withoutStop, stack.end == .missingRegister, allowStop,
-                   activity != .stopped
+                   activity != .stopped, TransparentRestart.allowsStop(snapshot.syscall, fileKind: fileKind)
                 {
                     let stopped = try capturer.captureStopped(pid: pid, tid: tid, stackEnd: stackEnd)
                     return (stopped, unwinder.unwind(stopped))

@@ -38,10 +38,12 @@ enum UnwindEndText {
         switch end {
         case .complete: return "complete"
         case .truncatedAtLimit: return "frame limit reached"
-        case .missingRegister: return "a register needed for unwinding was not captured"
+        case .missingRegister:
+            return "a register the unwind needs was not captured (the thread was read without a stop) and no frame record on the stack fits unambiguously"
         case .outsideCopiedStack: return "the stack is deeper than the copied part (raise --max-stack)"
         case .noUnwindInfo: return "no unwind information for a frame (JIT or stripped of .eh_frame)"
         case .badFrame: return "unwinding reached an invalid frame"
+        case .notCode: return "the next return address does not point into code"
         }
     }
 }

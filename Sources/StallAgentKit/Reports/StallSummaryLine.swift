@@ -5,7 +5,10 @@ public enum StallSummaryLine {
         var reason = "\(r.reason.hexCode) \(r.reason.name)"
         if r.cause != r.reason && r.cause != .snapshot { reason += " (\(r.cause.name))" }
         var text = "\(r.kind) #\(r.id) \(reason) \(ReportNumber.duration(r.durationSeconds))" + (r.ongoing ? "+" : "")
-        if let frame = r.culpritFrame { text += " in \(frame.function ?? frame.displayName)" }
+        if let frame = r.culpritFrame {
+            // A guessed name says so here too: this line is often all a reader sees.
+            text += " in " + (frame.function.map { frame.approximate ? "\($0) (approximate)" : $0 } ?? frame.displayName)
+        }
         var notes = ["\(r.process.name)[\(r.process.pid)]", r.phase]
         if r.ongoing { notes.append("ongoing") }
         if r.termination != nil { notes.append("terminated") }

@@ -1,8 +1,8 @@
 import CLibelf
 
-/// Function symbols of one ELF file, sorted for binary search. `.symtab` is preferred;
-/// a stripped file has only `.dynsym`, whose matches are marked approximate because any
-/// static function in between is invisible and its address is attributed to a neighbour.
+/// Function symbols of one ELF file, sorted for binary search. `.symtab` is preferred; a
+/// stripped file has only `.dynsym`, which leaves out every static function: an address past
+/// the end of the symbol below it is not named after that symbol (see `lookup`).
 public struct ElfSymbolTable {
     public struct Match: Equatable, Sendable {
         public var name: String
@@ -83,16 +83,26 @@ public struct ElfSymbolTable {
         name.hasPrefix("__") ? 2 : (name.hasPrefix("_") && !name.hasPrefix("_Z") && !name.hasPrefix("$s") ? 1 : 0)
     }
 
+    /// The function containing `address`, or nil rather than a neighbour's name.
+    ///
+    /// Inside a sized symbol the name is exact, even from `.dynsym` alone: functions do not
+    /// overlap, so nothing unseen can sit in there. Past its end lies something the table does
+    /// not name — a static function `.dynsym` leaves out, another part of the program, a
+    /// `.cold` split — so there is no name (the frame keeps module + offset for later
+    /// symbolication). A symbol without a size (hand-written assembly) bounds nothing: it is
+    /// a guess, marked approximate, and only with the full `.symtab`, where the next symbol
+    /// is at least known to be the next function.
     public func lookup(_ address: UInt64) -> Match? {
         let low = starts.countStarting(atOrBelow: address) { $0 }
         guard low > 0 else { return nil }
         let index = low - 1
         let offset = address - starts[index]
         let size = sizes[index]
-        let insideSize = size > 0 && offset < size
-        // Past a sized symbol's end we are in something unnamed; allow a small slack
-        // (alignment padding) but say it is a guess.
-        if size > 0 && !insideSize && offset > size + 4096 { return nil }
-        return Match(name: names[index], start: starts[index], offset: offset, approximate: !insideSize || !hasSymtab)
+        if size > 0 {
+            guard offset < size else { return nil }
+            return Match(name: names[index], start: starts[index], offset: offset, approximate: false)
+        }
+        guard hasSymtab else { return nil }
+        return Match(name: names[index], start: starts[index], offset: offset, approximate: true)
     }
 }

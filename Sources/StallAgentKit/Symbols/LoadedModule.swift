@@ -55,6 +55,16 @@ public final class LoadedModule {
         return false
     }
 
+    /// The target of the `call rel32` that ends just before `address`, or nil when the
+    /// instruction there is not one (an indirect call names no target in its bytes).
+    public func directCallTarget(returningTo address: UInt64) -> UInt64? {
+        guard let image, let bytes = image.readBytes(atVirtualAddress: (address &- bias) &- 5, count: 5),
+              bytes[0] == 0xE8
+        else { return nil }
+        let displacement = Int32(bitPattern: UInt32(bytes[1]) | UInt32(bytes[2]) << 8 | UInt32(bytes[3]) << 16 | UInt32(bytes[4]) << 24)
+        return address &+ UInt64(bitPattern: Int64(displacement))
+    }
+
     /// Reads a word of the module's file image at a target address.
     @inline(__always)
     func readWord(at address: UInt64) -> UInt64? {

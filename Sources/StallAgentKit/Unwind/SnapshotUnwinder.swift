@@ -4,72 +4,14 @@ import CLibunwind
 /// are served from the copied stack and from the modules' mapped files, never from the live
 /// target, so unwinding costs the target nothing. One unwinder serves one process; its
 /// libunwind address space caches unwind rules across samples (UNW_CACHE_GLOBAL).
+///
+/// libunwind does the DWARF CFI steps. Two cases it gets wrong on its own are decided here:
+/// code without CFI (JIT code, V8's builtins) is stepped by its frame record and CFI resumes
+/// at the first caller that has it; and a snapshot taken without a stop has no RBP, which
+/// frame-pointer code needs, so the frame record is searched on the stack and accepted only
+/// when the whole chain it implies checks out (`FramePointerRecovery`).
 public final class SnapshotUnwinder {
-    /// State the C callbacks reach through libunwind's `arg` pointer.
-    final class Context {
-        var modules: ProcessModules
-        var registers = RegisterFile()
-        var stackStart: UInt64 = 0
-        var stack: UnsafeRawBufferPointer = UnsafeRawBufferPointer(start: nil, count: 0)
-        var lastError: UnwindEnd?
-        /// The stack pointer of the frame being stepped, for frame-pointer recovery.
-        var currentFrameSP: UInt64 = 0
-        /// Per-module search tables handed to libunwind; kept alive while the modules are.
-        var tables: [ObjectIdentifier: UnsafeMutablePointer<unw_dyn_info_t>] = [:]
-
-        init(modules: ProcessModules) { self.modules = modules }
-
-        deinit { for table in tables.values { table.deallocate() } }
-
-        func table(for module: LoadedModule) -> UnsafeMutablePointer<unw_dyn_info_t>? {
-            let key = ObjectIdentifier(module)
-            if let table = tables[key] { return table }
-            guard let header = module.image?.ehFrameHeader, module.textEnd > module.textStart else { return nil }
-            let info = UnsafeMutablePointer<unw_dyn_info_t>.allocate(capacity: 1)
-            info.initialize(to: unw_dyn_info_t())
-            info.pointee.start_ip = module.textStart
-            info.pointee.end_ip = module.textEnd
-            info.pointee.format = Int32(UNW_INFO_FORMAT_REMOTE_TABLE.rawValue)
-            info.pointee.u.rti.segbase = header.virtualAddress &+ module.bias
-            info.pointee.u.rti.table_data = header.tableVirtualAddress &+ module.bias
-            // Counted in words; one table entry (two 32-bit offsets) is one word on x86-64.
-            info.pointee.u.rti.table_len = header.fdeCount
-            tables[key] = info
-            return info
-        }
-
-        /// A snapshot taken without stopping the thread has no RBP. Code built with frame
-        /// pointers needs it (CFA = RBP + 16), so look for the frame record the function
-        /// pushed: the first slot at or above the frame's SP holding a saved RBP (zero or a
-        /// higher stack address) followed by a return address that follows a call
-        /// instruction. The unwind that uses it is then checked like any other.
-        func recoverFramePointer() -> UInt64? {
-            let stackEnd = stackStart &+ UInt64(stack.count)
-            var address = (max(currentFrameSP, stackStart) + 7) & ~7
-            let limit = min(stackEnd &- 16, address &+ 64 * 1024)
-            while address <= limit {
-                if let saved = readWord(address), let returnAddress = readWord(address + 8),
-                   saved == 0 || (saved > address && saved < stackEnd),
-                   let module = modules.module(containing: returnAddress),
-                   module.followsCallInstruction(returnAddress)
-                {
-                    return address
-                }
-                address += 8
-            }
-            return nil
-        }
-
-        @inline(__always)
-        func readWord(_ address: UInt64) -> UInt64? {
-            if address >= stackStart, address &+ 8 <= stackStart &+ UInt64(stack.count) {
-                return stack.loadUnaligned(fromByteOffset: Int(address - stackStart), as: UInt64.self)
-            }
-            return modules.module(containing: address)?.readWord(at: address)
-        }
-    }
-
-    private let context: Context
+    let context: UnwindContext
     private var addressSpace: unw_addr_space_t?
     private var accessors = unw_accessors_t()
     private let cursor = UnsafeMutablePointer<unw_cursor_t>.allocate(capacity: 1)
@@ -77,7 +19,7 @@ public final class SnapshotUnwinder {
     public var maxFrames = 256
 
     public init(modules: ProcessModules) {
-        context = Context(modules: modules)
+        context = UnwindContext(modules: modules)
         accessors.find_proc_info = SnapshotUnwinder.findProcInfo
         accessors.put_unwind_info = { _, _, _ in }
         accessors.get_dyn_info_list_addr = { _, _, _ in -Int32(UNW_ENOINFO.rawValue) }
@@ -88,6 +30,7 @@ public final class SnapshotUnwinder {
         accessors.get_proc_name = nil
         addressSpace = sa_unw_create_addr_space(&accessors)
         if let addressSpace { _ = sa_unw_set_caching_policy(addressSpace, 1) }
+        context.addressSpace = addressSpace
     }
 
     deinit {
@@ -101,57 +44,106 @@ public final class SnapshotUnwinder {
     public func update(modules: ProcessModules) {
         guard modules !== context.modules else { return }
         context.modules = modules
-        for table in context.tables.values { table.deallocate() }
-        context.tables = [:]
+        context.dropTables()
         if let addressSpace { sa_unw_flush_cache(addressSpace) }
     }
 
     public func unwind(_ snapshot: ThreadSnapshot) -> UnwoundStack {
-        guard let addressSpace else { return UnwoundStack(frames: [], end: .noUnwindInfo) }
+        guard addressSpace != nil else { return UnwoundStack(frames: [], end: .noUnwindInfo) }
         return snapshot.stack.withUnsafeBytes { stackBytes in
-            context.registers = snapshot.registers
             context.stackStart = snapshot.stackStart
             context.stack = stackBytes
-            context.lastError = nil
             defer { context.stack = UnsafeRawBufferPointer(start: nil, count: 0) }
-            let arg = Unmanaged.passUnretained(context).toOpaque()
             var frames: [UnwoundFrame] = []
-            guard sa_unw_init_remote(cursor, addressSpace, arg) == 0 else {
-                return UnwoundStack(frames: [frameFromRegisters(snapshot.registers)], end: .badFrame)
-            }
-            var end = UnwindEnd.truncatedAtLimit
-            while frames.count < maxFrames {
-                var ip: unw_word_t = 0
-                var sp: unw_word_t = 0
-                _ = sa_unw_get_ip(cursor, &ip)
-                _ = sa_unw_get_sp(cursor, &sp)
-                if ip == 0 {
-                    end = .complete
-                    break
-                }
-                let signal = sa_unw_is_signal_frame(cursor) > 0
-                if let last = frames.last, sp < last.stackPointer || (sp == last.stackPointer && ip == last.address) {
-                    end = .badFrame
-                    break
-                }
-                frames.append(UnwoundFrame(address: ip, stackPointer: sp, isSignalFrame: signal))
-                context.currentFrameSP = sp
-                let step = sa_unw_step(cursor)
-                if step == 0 {
-                    end = .complete
-                    break
-                }
-                if step < 0 {
-                    end = context.lastError ?? SnapshotUnwinder.end(forError: -step)
-                    break
-                }
-            }
+            let end = walk(from: snapshot.registers, resumingAtReturnAddress: false, frames: &frames, recoverFramePointer: true)
             return UnwoundStack(frames: frames, end: end)
         }
     }
 
-    private func frameFromRegisters(_ registers: RegisterFile) -> UnwoundFrame {
-        UnwoundFrame(address: registers.pc, stackPointer: registers.sp, isSignalFrame: false)
+    /// Appends the frames from `start` outwards. `resumingAtReturnAddress`: `start.pc` is a
+    /// return address (a walk resumed after a frame-pointer step or for a candidate frame
+    /// record), so its CFI is looked up one byte back, inside the call. With
+    /// `recoverFramePointer` false a missing RBP ends the walk (candidate chains are checked
+    /// as they are, without a search of their own).
+    func walk(
+        from start: RegisterFile, resumingAtReturnAddress: Bool, frames: inout [UnwoundFrame], recoverFramePointer: Bool
+    ) -> UnwindEnd {
+        guard let addressSpace else { return .noUnwindInfo }
+        let arg = Unmanaged.passUnretained(context).toOpaque()
+        var registers = start
+        var atReturnAddress = resumingAtReturnAddress
+        while true {
+            var initial = registers
+            if atReturnAddress { initial[RegisterFile.rip] = registers.pc &- 1 }
+            context.registers = initial
+            context.lastError = nil
+            context.missingRegister = nil
+            guard sa_unw_init_remote(cursor, addressSpace, arg) == 0 else {
+                if frames.isEmpty {
+                    frames.append(UnwoundFrame(address: registers.pc, stackPointer: registers.sp, isSignalFrame: false))
+                }
+                return .badFrame
+            }
+            var firstOfWalk = true
+            var next: RegisterFile?
+            while next == nil {
+                guard frames.count < maxFrames else { return .truncatedAtLimit }
+                var ip: unw_word_t = 0
+                var sp: unw_word_t = 0
+                _ = sa_unw_get_ip(cursor, &ip)
+                _ = sa_unw_get_sp(cursor, &sp)
+                let resumed = firstOfWalk && atReturnAddress
+                let address = resumed ? registers.pc : ip
+                // A zero return address read from the stack ends many real stacks, but a
+                // candidate chain must reach an end the CFI declares: stale frame records
+                // often hold a zero where the return address would be.
+                if address == 0 { return recoverFramePointer ? .complete : .badFrame }
+                let signal = !resumed && sa_unw_is_signal_frame(cursor) > 0
+                if let last = frames.last {
+                    if sp < last.stackPointer || (sp == last.stackPointer && address == last.address) { return .badFrame }
+                    // Where a return address should be there is data: the chain is broken, and
+                    // a frame made of data would only mislead.
+                    if !context.isExecutable(address) { return .notCode }
+                }
+                let frame = UnwoundFrame(address: address, stackPointer: sp, isSignalFrame: signal)
+                frames.append(frame)
+                if context.procedureStart(covering: frame.lookupAddress(isInnermost: frames.count == 1)) == nil {
+                    let rbp = firstOfWalk ? registers[RegisterFile.rbp] : register(RegisterFile.rbp)
+                    guard let rbp else {
+                        return recoverFramePointer ? FramePointerRecovery(unwinder: self).recover(frames: &frames) : .missingRegister
+                    }
+                    guard let caller = FramePointerStep.caller(ofFrameAt: sp, rbp: rbp, context: context) else {
+                        return .noUnwindInfo
+                    }
+                    if caller.pc == 0 { return recoverFramePointer ? .complete : .badFrame }
+                    next = caller
+                    break
+                }
+                let step = sa_unw_step(cursor)
+                if step > 0 {
+                    firstOfWalk = false
+                    continue
+                }
+                if step == 0 { return .complete }
+                if context.missingRegister == RegisterFile.rbp && recoverFramePointer {
+                    return FramePointerRecovery(unwinder: self).recover(frames: &frames)
+                }
+                return context.lastError ?? SnapshotUnwinder.end(forError: -step)
+            }
+            if let next {
+                registers = next
+                atReturnAddress = true
+            }
+        }
+    }
+
+    /// A register of the cursor's current frame, nil when the snapshot does not have it.
+    private func register(_ number: Int) -> UInt64? {
+        var value: unw_word_t = 0
+        let result = _Ux86_64_get_reg(cursor, Int32(number), &value)
+        context.missingRegister = nil
+        context.lastError = nil
+        return result == 0 ? value : nil
     }
 
     private static func end(forError code: Int32) -> UnwindEnd {
@@ -168,7 +160,7 @@ public final class SnapshotUnwinder {
         unw_addr_space_t?, unw_word_t, UnsafeMutablePointer<unw_proc_info_t>?, Int32, UnsafeMutableRawPointer?
     ) -> Int32 = { space, ip, info, needInfo, arg in
         guard let arg else { return -Int32(UNW_EINVAL.rawValue) }
-        let context = Unmanaged<Context>.fromOpaque(arg).takeUnretainedValue()
+        let context = Unmanaged<UnwindContext>.fromOpaque(arg).takeUnretainedValue()
         guard let module = context.modules.module(containing: ip), let table = context.table(for: module),
               ip >= table.pointee.start_ip, ip < table.pointee.end_ip
         else { return -Int32(UNW_ENOINFO.rawValue) }
@@ -179,15 +171,13 @@ public final class SnapshotUnwinder {
         unw_addr_space_t?, unw_word_t, UnsafeMutablePointer<unw_word_t>?, Int32, UnsafeMutableRawPointer?
     ) -> Int32 = { _, address, value, write, arg in
         guard write == 0, let arg, let value else { return -Int32(UNW_EINVAL.rawValue) }
-        let context = Unmanaged<Context>.fromOpaque(arg).takeUnretainedValue()
+        let context = Unmanaged<UnwindContext>.fromOpaque(arg).takeUnretainedValue()
         if let word = context.readWord(address) {
             value.pointee = word
             return 0
         }
         // An address just below the copy is a corrupt frame; above it, the copy was too short.
-        if address >= context.stackStart &+ UInt64(context.stack.count),
-           context.modules.module(containing: address) == nil
-        {
+        if address >= context.stackEnd, context.modules.module(containing: address) == nil {
             context.lastError = .outsideCopiedStack
         }
         return -Int32(UNW_EINVAL.rawValue)
@@ -197,14 +187,10 @@ public final class SnapshotUnwinder {
         unw_addr_space_t?, unw_regnum_t, UnsafeMutablePointer<unw_word_t>?, Int32, UnsafeMutableRawPointer?
     ) -> Int32 = { _, register, value, write, arg in
         guard write == 0, let arg, let value else { return -Int32(UNW_EINVAL.rawValue) }
-        let context = Unmanaged<Context>.fromOpaque(arg).takeUnretainedValue()
-        if Int(register) == RegisterFile.rbp, context.registers[RegisterFile.rbp] == nil,
-           let recovered = context.recoverFramePointer()
-        {
-            context.registers[RegisterFile.rbp] = recovered
-        }
+        let context = Unmanaged<UnwindContext>.fromOpaque(arg).takeUnretainedValue()
         guard let word = context.registers[Int(register)] else {
             context.lastError = .missingRegister
+            context.missingRegister = Int(register)
             return -Int32(UNW_EBADREG.rawValue)
         }
         value.pointee = word

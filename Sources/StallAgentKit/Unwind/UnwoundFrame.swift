@@ -28,6 +28,9 @@ public enum UnwindEnd: String, Sendable, Codable {
     case noUnwindInfo
     /// The stack did not grow towards older frames: corrupt or garbage.
     case badFrame
+    /// The next return address points outside executable memory: what the unwind found
+    /// there is data, so the stack ends rather than show it as a frame.
+    case notCode
 }
 
 public struct UnwoundStack: Sendable {
