@@ -572,8 +572,10 @@ public final class StallMonitor {
 
     /// What detection keeps of a frame; an unnamed frame is "module+0xOFFSET".
     static func sampledFrame(_ frame: SymbolizedFrame) -> SampledFrame {
+        // A nearest-symbol guess keeps its mark in call trees, folded stacks and summaries.
         SampledFrame(
-            function: frame.function ?? "\(frame.module ?? "?")+0x\(String(frame.moduleOffset ?? frame.address, radix: 16))",
+            function: frame.function.map { frame.approximate ? $0 + " (approximate)" : $0 }
+                ?? "\(frame.module ?? "?")+0x\(String(frame.moduleOffset ?? frame.address, radix: 16))",
             module: frame.module ?? "?", address: frame.address, cfa: frame.stackPointer)
     }
 

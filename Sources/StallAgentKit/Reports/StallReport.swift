@@ -157,7 +157,9 @@ public struct StallReport: Codable, Sendable {
 
     static func isSystemModule(_ frame: SymbolizedFrame) -> Bool {
         if let path = frame.modulePath, systemDirectories.contains(where: path.hasPrefix) { return true }
-        guard let module = frame.module else { return true }
+        // No module: JIT code (named from a perf map) is the program's own; a frame with
+        // neither module nor name says nothing.
+        guard let module = frame.module else { return frame.function == nil }
         return systemModulePrefixes.contains(where: module.hasPrefix)
     }
 
