@@ -29,6 +29,10 @@ public struct DetectorConfiguration: Hashable, Codable, Sendable {
     /// says nothing of when in the gap that happened: the episode ends at the probe before it,
     /// so the agent's own delay never becomes the target's stall.
     public var maximumProbeGap: Double = 0.1
+    /// Stack rule: samples that must hold the frame before it is a stall. A loop whose turns
+    /// pass through one frame two times in three would fake a held frame over a few samples
+    /// (an agent short of CPU takes few); over 16 the chance is 0.15 %.
+    public var minimumHeldSamples = 16
     public var usesStackRule: Bool { loopTurnEvidence == .stackRule }
 
     public init(

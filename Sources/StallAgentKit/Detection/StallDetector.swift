@@ -78,6 +78,8 @@ public struct StallDetector: Sendable {
         /// Stack rule: the non-loop frames present in every sample since the episode began
         /// (nil before its first sample).
         var anchors: Set<StallFrameTracker.Key>?
+        /// Stack rule: stored samples since the anchors were set.
+        var anchoredSamples = 0
 
         init(phase: StallPhase, startTime: Double) {
             self.phase = phase
@@ -118,6 +120,13 @@ public struct StallDetector: Sendable {
     public var nextSampleTime: Double? {
         guard let episode, let last = lastObservation, last.activity.isBusy else { return nil }
         guard let previous = episode.lastSampleAttempt else { return last.time }
+        // Stack rule: a frame held for half the threshold is a candidate; sample it twice as
+        // often to confirm it (or see the loop turn) with more samples.
+        if configuration.usesStackRule, episode.anchors?.isEmpty == false,
+           episode.age * 2 >= configuration.threshold(for: episode.phase)
+        {
+            return previous + configuration.sampleInterval / 2
+        }
         return previous + configuration.sampleInterval
     }
 
@@ -219,6 +228,7 @@ public struct StallDetector: Sendable {
             } else {
                 current.anchors = outside
             }
+            current.anchoredSamples += 1
         }
         if storable {
             current.sampleCount += 1
@@ -346,7 +356,11 @@ public struct StallDetector: Sendable {
         guard age + Self.epsilon >= threshold else { return [] }
         // Stack rule: a stall needs a frame outside the loop held in every sample. Before the
         // first sample (or when every capture fails) the age alone decides, as without it.
-        if configuration.usesStackRule, let anchors = current.anchors, anchors.isEmpty { return [] }
+        if configuration.usesStackRule, let anchors = current.anchors,
+           anchors.isEmpty || current.anchoredSamples < configuration.minimumHeldSamples
+        {
+            return []
+        }
         // Re-captures are counted from the nominal threshold, not the probe that noticed it, so
         // the cadence is exactly threshold × 2, 3, 5, 8 … of stall age.
         var schedule = StallAnnealingSchedule(base: threshold, unit: threshold, fibonacci: configuration.annealing)

@@ -183,15 +183,20 @@ ALWAYS_INLINE uint64_t thread_cpu_ns(void)
 
 /* Burns cpu_ns of the thread's own CPU time in the *calling* frame: a fixed amount
  * of work, which takes longer on a loaded host — a hang stays a hang there, the
- * way real work does. The clock is read every 16384 steps (tens of µs), so the
- * system call is on top of the stack in about 1 % of samples. */
+ * way real work does. The CPU clock is a real system call, read only every 2 ms of
+ * wall time: a ptrace interrupt takes effect at the next return to user space, and
+ * in a VM a frequent syscall exit beats the IPI, which would put the syscall on top
+ * of most samples. In between, the vDSO's monotonic clock bounds each slice. */
 ALWAYS_INLINE uint64_t burn_cpu_for(uint64_t cpu_ns)
 {
     volatile uint64_t acc = 1;
     uint64_t end = thread_cpu_ns() + cpu_ns;
     do {
-        for (int i = 0; i < 16384; i++)
-            spin_arith(&acc);
+        uint64_t slice_end = mono_ns() + 2000000u;
+        do {
+            for (int i = 0; i < 1024; i++)
+                spin_arith(&acc);
+        } while (mono_ns() < slice_end && !stop_requested);
     } while (thread_cpu_ns() < end && !stop_requested);
     return acc;
 }

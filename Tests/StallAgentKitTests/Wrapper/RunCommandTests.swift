@@ -158,8 +158,8 @@ import Glibc
         let other = dir.appendingPathComponent("other-server")
         try FileManager.default.copyItem(at: FixtureProcess.executableURL, to: other)
         let script = """
-            \(fixtures) loop --script spin:1.2 --gap 0.3 --exit-when-done >/dev/null &
-            '\(other.path)' loop --script spin:1.2 --gap 0.3 --exit-when-done >/dev/null &
+            \(fixtures) loop --script spin:1.2 --gap 1.0 --exit-when-done >/dev/null &
+            '\(other.path)' loop --script spin:1.2 --gap 1.0 --exit-when-done >/dev/null &
             wait
             """
         let reports = dir.appendingPathComponent("reports").path
