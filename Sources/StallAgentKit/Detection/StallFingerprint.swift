@@ -15,12 +15,21 @@ public enum StallFingerprint {
         var hash = FNV1a64()
         hash.add(reason.name)
         var previous: String?
-        for frame in frames where frame.function != previous {
+        // Leaf frames in the C library or the vDSO (a clock read, a syscall wrapper) come and go
+        // between samples of the same stall: the fingerprint starts at the program's own frame.
+        let start = frames.firstIndex { !Self.isSystemLeaf($0) } ?? 0
+        for frame in frames[start...] where frame.function != previous {
             hash.add("\n")
             hash.add(frame.function)
             previous = frame.function
         }
         return reason.name + "-" + hash.hex
+    }
+
+    static let systemLeafModules = ["libc.so", "libc-", "libpthread", "ld-linux", "linux-vdso", "[vdso]", "vdso"]
+
+    static func isSystemLeaf(_ frame: SampledFrame) -> Bool {
+        systemLeafModules.contains { frame.module.hasPrefix($0) }
     }
 
     public static func make(reason: StallReason, heaviestStack: HeaviestStack?) -> String {

@@ -121,3 +121,15 @@ struct StallFingerprintTests {
         #expect(StallFingerprint.make(reason: .blocked, frames: frames) != StallFingerprint.make(reason: .hang, frames: frames))
     }
 }
+
+@Suite struct StallFingerprintLeafTests {
+    /// A clock read or syscall wrapper on top of some samples is the same stall.
+    @Test func systemLeafFramesDoNotSplitAStall() {
+        let program = [SampledFrame(function: "busy_compute", module: "app"), SampledFrame(function: "main", module: "app")]
+        let withClock = [SampledFrame(function: "clock_gettime", module: "linux-vdso.so.1"),
+                         SampledFrame(function: "clock_gettime", module: "libc.so.6")] + program
+        #expect(StallFingerprint.make(reason: .hang, frames: withClock) == StallFingerprint.make(reason: .hang, frames: program))
+        let onlyLibc = [SampledFrame(function: "epoll_wait", module: "libc.so.6")]
+        #expect(StallFingerprint.make(reason: .blocked, frames: onlyLibc) != StallFingerprint.make(reason: .blocked, frames: []))
+    }
+}
