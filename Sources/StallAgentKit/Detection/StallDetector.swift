@@ -43,6 +43,8 @@ public struct StallDetector: Sendable {
     private var loopFrames: Set<StallFrameTracker.Key> = []
     /// Loop turns counted by the stack rule (episodes it ended).
     public private(set) var stackRuleTurns = 0
+    /// The latest `record` call of any episode, for the sample cadence across loop turns.
+    private var lastSampleAttemptAnyEpisode: Double?
 
     /// Tolerance for comparing ages and times built by summing intervals.
     private static let epsilon = 1e-9
@@ -119,7 +121,13 @@ public struct StallDetector: Sendable {
     /// so the agent can plan its capture rather than ask every probe.
     public var nextSampleTime: Double? {
         guard let episode, let last = lastObservation, last.activity.isBusy else { return nil }
-        guard let previous = episode.lastSampleAttempt else { return last.time }
+        guard let previous = episode.lastSampleAttempt else {
+            // A new episode after a loop turn samples on the same cadence as the last one: with
+            // turn evidence a saturated loop starts an episode at every probe, and sampling each
+            // at once would stop the thread at the probe rate instead of the sample rate.
+            guard let any = lastSampleAttemptAnyEpisode else { return last.time }
+            return max(last.time, any + configuration.sampleInterval)
+        }
         // Stack rule: a frame held for half the threshold is a candidate; sample it twice as
         // often to confirm it (or see the loop turn) with more samples.
         if configuration.usesStackRule, episode.anchors?.isEmpty == false,
@@ -203,6 +211,7 @@ public struct StallDetector: Sendable {
         guard var current = episode, sample.time + Self.epsilon >= current.startTime else { return [] }
         episode = nil  // hold the only reference, so the mutations below do not copy its tables
         current.lastSampleAttempt = max(current.lastSampleAttempt ?? sample.time, sample.time)
+        lastSampleAttemptAnyEpisode = max(lastSampleAttemptAnyEpisode ?? sample.time, sample.time)
         let storable = !sample.frames.isEmpty && sample.activity != .idle && sample.activity != .gone
         var events: [DetectorEvent] = []
         if storable, configuration.usesStackRule {
