@@ -457,7 +457,11 @@ public final class StallMonitor {
         canonicalWaitSites[raw] = site
         // A nested wait under a lock-waiting function (PostgreSQL's heavyweight locks sleep in
         // ProcSleep → WaitLatch → epoll_wait) is a lock wait, not just a blocked call.
-        let names = inspector.symbolizer.symbolize(stack).compactMap(\.function)
+        let names = stack.frames.enumerated().compactMap { index, frame -> String? in
+            let address = frame.lookupAddress(isInnermost: index == 0)
+            guard let module = inspector.modules.module(containing: address) else { return nil }
+            return inspector.symbolizer.symbols(for: module)?.functionName(module.moduleOffset(of: address))
+        }
         if names.contains(where: { name in StallMonitor.lockWaitFrames.contains { GlobPattern.matches($0, name) } }) {
             lockWaitSites.insert(site)
         }

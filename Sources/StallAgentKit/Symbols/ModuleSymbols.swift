@@ -25,6 +25,12 @@ public final class ModuleSymbols: @unchecked Sendable {
     /// Where the source lines come from, for tests and `--verbose` output.
     public var hasSourceLines: Bool { state.withLock { dwarf(&$0) != nil } }
 
+    /// The function's name from the symbol tables alone: no DWARF is loaded (libc's line
+    /// tables alone cost ~29 MB), for callers that only match names.
+    public func functionName(_ vaddr: UInt64) -> String? {
+        state.withLock { loaded in table(&loaded).lookup(vaddr).map { Demangler.demangle($0.name) } }
+    }
+
     public func lookup(_ vaddr: UInt64) -> SymbolLookup {
         state.withLock { loaded in
             let match = table(&loaded).lookup(vaddr)
