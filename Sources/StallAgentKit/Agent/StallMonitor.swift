@@ -425,11 +425,13 @@ public final class StallMonitor {
             lastWaitSite = nil
             return nil
         }
-        let site = waitSite(raw: HomeWaitTracker.Site(pc: pc, sp: sp), syscall: syscall)
+        let (site, freshStack) = waitSite(raw: HomeWaitTracker.Site(pc: pc, sp: sp), syscall: syscall)
         let verdict = homeWaits.classify(site, newEntry: turned || lastWaitSite != site)
         lastWaitSite = site
-        if verdict == .home, loopTurnEvidence == .stackRule, !learnedLoopSites.contains(site) {
-            learnLoopFrames(site: site, syscall: syscall)
+        if verdict == .home, loopTurnEvidence == .stackRule, !learnedLoopSites.contains(site),
+           learnedLoopSites.count < 16, let stack = freshStack ?? stopFreeStack(syscall)
+        {
+            learnLoopFrames(site: site, stack: stack)
         }
         return verdict
     }
@@ -438,13 +440,13 @@ public final class StallMonitor {
     /// address of the first frame in another module), not the syscall instruction: glibc
     /// reaches one `syscall` instruction at two stack depths (single- vs multi-threaded
     /// cancellation path), and newer glibc adds frames of its own. Unwound once per raw
-    /// (pc, sp), without a stop; the raw pair is the site when the unwind fails.
-    private func waitSite(raw: HomeWaitTracker.Site, syscall: ProcSyscallInfo) -> HomeWaitTracker.Site {
-        if let known = canonicalWaitSites[raw] { return known }
-        guard let snapshot = inspector.capturer.captureWithoutStop(
-            pid: inspector.pid, tid: inspector.pid, info: syscall, probe: probe, stackEnd: inspector.stackEnd)
-        else { return raw }
-        let stack = inspector.unwinder.unwind(snapshot)
+    /// (pc, sp), without a stop; the raw pair is the site when the unwind fails. Returns the
+    /// stack too when it was unwound now, so the caller need not read it again.
+    private func waitSite(raw: HomeWaitTracker.Site, syscall: ProcSyscallInfo)
+        -> (site: HomeWaitTracker.Site, freshStack: UnwoundStack?)
+    {
+        if let known = canonicalWaitSites[raw] { return (known, nil) }
+        guard let stack = stopFreeStack(syscall) else { return (raw, nil) }
         let frames = stack.frames
         var site = raw
         if frames.count >= 2 {
@@ -465,51 +467,45 @@ public final class StallMonitor {
         if names.contains(where: { name in StallMonitor.lockWaitFrames.contains { GlobPattern.matches($0, name) } }) {
             lockWaitSites.insert(site)
         }
-        return site
+        return (site, stack)
     }
 
-    /// The stack rule's loop frames: the home wait's stack, read without a stop, once per home.
-    private func learnLoopFrames(site: HomeWaitTracker.Site, syscall: ProcSyscallInfo) {
-        guard learnedLoopSites.count < 16,
-              let snapshot = inspector.capturer.captureWithoutStop(
-                pid: inspector.pid, tid: inspector.pid, info: syscall, probe: probe, stackEnd: inspector.stackEnd)
-        else { return }
+    /// The stack rule's loop frames: the home wait's stack, once per home.
+    private func learnLoopFrames(site: HomeWaitTracker.Site, stack: UnwoundStack) {
         learnedLoopSites.insert(site)
-        let frames = inspector.symbolizer.symbolize(inspector.unwinder.unwind(snapshot)).map(StallMonitor.sampledFrame)
-        loopFrameUnion += frames
+        loopFrameUnion += inspector.symbolizer.symbolize(stack).map(StallMonitor.sampledFrame)
         detector.setLoopFrames(loopFrameUnion)
+    }
+
+    /// The stack of a thread blocked in `syscall`, read without a stop (nil if it moved).
+    private func stopFreeStack(_ syscall: ProcSyscallInfo) -> UnwoundStack? {
+        inspector.capturer.captureWithoutStop(
+            pid: inspector.pid, tid: inspector.pid, info: syscall, probe: probe, stackEnd: inspector.stackEnd
+        ).map { inspector.unwinder.unwind($0) }
+    }
+
+    /// True when the blocked thread's stack has a function matching one of `patterns`.
+    private func stackMatches(_ syscall: ProcSyscallInfo, _ patterns: [String]) -> Bool {
+        guard let stack = stopFreeStack(syscall) else { return false }
+        return inspector.symbolizer.symbolize(stack).contains { frame in
+            guard let name = frame.function else { return false }
+            return patterns.contains { GlobPattern.matches($0, name) }
+        }
     }
 
     /// `--busy-frame`: a wait whose stack names one of these functions is work. Kept while the
     /// thread stays in the same call, so the stack is read once per wait.
     private func isBusyByFrame(syscall: ProcSyscallInfo) -> Bool {
         if let cached = busyFrameCache, cached.syscall == syscall { return cached.busy }
-        var busy = false
-        if let snapshot = inspector.capturer.captureWithoutStop(
-            pid: inspector.pid, tid: inspector.pid, info: syscall, probe: probe, stackEnd: inspector.stackEnd)
-        {
-            let frames = inspector.symbolizer.symbolize(inspector.unwinder.unwind(snapshot))
-            busy = frames.contains { frame in
-                guard let name = frame.function else { return false }
-                return options.busyFramePatterns.contains { GlobPattern.matches($0, name) }
-            }
-        }
+        let busy = stackMatches(syscall, options.busyFramePatterns)
         busyFrameCache = (syscall, busy)
         return busy
     }
 
-    /// A blocked thread is idle if its stack shows one of the user's idle frames. The stack is
-    /// read without a stop (`classify` keeps the answer while the thread stays in the call).
+    /// A blocked thread is idle if its stack shows one of the user's idle frames
+    /// (`classify` keeps the answer while the thread stays in the call).
     private func isIdleByFrame(syscall: ProcSyscallInfo) -> Bool {
-        guard let snapshot = inspector.capturer.captureWithoutStop(
-            pid: inspector.pid, tid: inspector.pid, info: syscall, probe: probe, stackEnd: inspector.stackEnd)
-        else { return false }
-        let frames = inspector.symbolizer.symbolize(inspector.unwinder.unwind(snapshot))
-        let answer = frames.contains { frame in
-            guard let name = frame.function else { return false }
-            return options.idleFramePatterns.contains { GlobPattern.matches($0, name) }
-        }
-        return answer
+        stackMatches(syscall, options.idleFramePatterns)
     }
 
     // MARK: Sampling

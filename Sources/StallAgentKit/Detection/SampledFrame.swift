@@ -19,4 +19,15 @@ public struct SampledFrame: Hashable, Codable, Sendable {
         self.address = address
         self.cfa = cfa
     }
+
+    /// The C runtime, the loader and the vDSO, by module name: wrappers around the call, never
+    /// the work. Culprit frames (reports) and fingerprints both skip them.
+    static let systemModulePrefixes = [
+        "libc.so", "libc-", "libpthread", "ld-linux", "ld64.so", "linux-vdso", "[vdso]", "libm.so", "libstdc++",
+        "libgcc_s", "libdl.so", "librt.so",
+    ]
+
+    static func isSystemModule(_ module: String) -> Bool {
+        systemModulePrefixes.contains(where: module.hasPrefix)
+    }
 }

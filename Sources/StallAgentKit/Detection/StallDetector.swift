@@ -148,41 +148,26 @@ public struct StallDetector: Sendable {
         if let previous = lastObservation {
             guard observation.time >= previous.time else { return [] }
             let ends = loopTurned || observation.activity == .idle || observation.activity == .gone
-            if episode != nil, ends, observation.time - previous.time > configuration.maximumProbeGap {
-                events += checkAge(at: previous.time)
-                events += closeEpisode(
-                    at: previous.time, ending: observation.activity == .gone ? .targetDied : .returnedToIdle)
+            if ends, observation.time - previous.time > configuration.maximumProbeGap {
+                events += endEpisode(at: previous.time, ending: observation.activity == .gone ? .targetDied : .returnedToIdle)
             }
             if episode != nil { account(from: previous, to: observation) }
         }
         lastObservation = observation
         if loopTurned, observation.activity.isBusy || observation.activity == .stopped {
-            if episode != nil {
-                events += checkAge(at: observation.time)
-                events += closeEpisode(at: observation.time, ending: .returnedToIdle)
-            }
-            if !hasSeenIdle {
-                // A loop that turns has finished starting up, asleep or not.
-                hasSeenIdle = true
-                events.append(.launchPhaseEnded(at: observation.time))
-            }
+            events += endEpisode(at: observation.time, ending: .returnedToIdle)
+            // A loop that turns has finished starting up, asleep or not.
+            events += reachLoop(at: observation.time)
         }
         switch observation.activity {
         case .gone:
-            events += checkAge(at: observation.time)
-            events += closeEpisode(at: observation.time, ending: .targetDied)
+            events += endEpisode(at: observation.time, ending: .targetDied)
             forgetTarget()
         case .idle:
-            if episode != nil {
-                // The interval just accounted may itself cross the threshold: such an episode is
-                // a stall, reported and finalised at once.
-                events += checkAge(at: observation.time)
-                events += closeEpisode(at: observation.time, ending: .returnedToIdle)
-            }
-            if !hasSeenIdle {
-                hasSeenIdle = true
-                events.append(.launchPhaseEnded(at: observation.time))
-            }
+            // The interval just accounted may itself cross the threshold: such an episode is a
+            // stall, reported and finalised at once.
+            events += endEpisode(at: observation.time, ending: .returnedToIdle)
+            events += reachLoop(at: observation.time)
         case .stopped:
             events += checkAge(at: observation.time)
         case .running, .lockWait, .ioWait, .blockedCall:
@@ -223,8 +208,7 @@ public struct StallDetector: Sendable {
                     // Nothing of the work the episode began with is left: the loop turned
                     // between the previous sample and this one. Time the new work from here.
                     episode = current
-                    events += checkAge(at: sample.time)
-                    events += closeEpisode(at: sample.time, ending: .returnedToIdle)
+                    events += endEpisode(at: sample.time, ending: .returnedToIdle)
                     stackRuleTurns += 1
                     startEpisode(at: sample.time)
                     current = episode!
@@ -255,8 +239,7 @@ public struct StallDetector: Sendable {
     /// turned. The open episode ends here; if the latest probe saw work, the next begins.
     public mutating func noteLoopTurn(at time: Double) -> [DetectorEvent] {
         guard let current = episode, let last = lastObservation, time + Self.epsilon >= current.startTime else { return [] }
-        var events = checkAge(at: time)
-        events += closeEpisode(at: time, ending: .returnedToIdle)
+        let events = endEpisode(at: time, ending: .returnedToIdle)
         if configuration.usesStackRule { stackRuleTurns += 1 }
         if last.activity.isBusy { startEpisode(at: time) }
         return events
@@ -412,6 +395,20 @@ public struct StallDetector: Sendable {
         }
         episode?.stall?.lastEmitTime = time
         return .stallUpdated(makeSnapshot(trigger: trigger, ending: nil))
+    }
+
+    /// Ends the open episode, if any: a last age check (the interval just accounted may cross
+    /// the threshold), then the stall's final report and the episode summary.
+    private mutating func endEpisode(at time: Double, ending: StallEnding) -> [DetectorEvent] {
+        guard episode != nil else { return [] }
+        return checkAge(at: time) + closeEpisode(at: time, ending: ending)
+    }
+
+    /// The thread reached its loop (idle, or a turn): start-up is over.
+    private mutating func reachLoop(at time: Double) -> [DetectorEvent] {
+        guard !hasSeenIdle else { return [] }
+        hasSeenIdle = true
+        return [.launchPhaseEnded(at: time)]
     }
 
     /// Finalises the open stall, if any, and reports the episode.

@@ -17,19 +17,13 @@ public enum StallFingerprint {
         var previous: String?
         // Leaf frames in the C library or the vDSO (a clock read, a syscall wrapper) come and go
         // between samples of the same stall: the fingerprint starts at the program's own frame.
-        let start = frames.firstIndex { !Self.isSystemLeaf($0) } ?? 0
+        let start = frames.firstIndex { !SampledFrame.isSystemModule($0.module) } ?? 0
         for frame in frames[start...] where frame.function != previous {
             hash.add("\n")
             hash.add(frame.function)
             previous = frame.function
         }
         return reason.name + "-" + hash.hex
-    }
-
-    static let systemLeafModules = ["libc.so", "libc-", "libpthread", "ld-linux", "linux-vdso", "[vdso]", "vdso"]
-
-    static func isSystemLeaf(_ frame: SampledFrame) -> Bool {
-        systemLeafModules.contains { frame.module.hasPrefix($0) }
     }
 
     public static func make(reason: StallReason, heaviestStack: HeaviestStack?) -> String {

@@ -148,19 +148,13 @@ public struct StallReport: Codable, Sendable {
         return frames.first { !Self.isSystemModule($0) } ?? frames.first ?? stallFrame
     }
 
-    /// The C runtime, the loader and the vDSO: wrappers around the call, never the work.
-    private static let systemModulePrefixes = [
-        "libc.so", "libc-", "libpthread", "ld-linux", "ld64.so", "linux-vdso", "[vdso]", "libm.so", "libstdc++",
-        "libgcc_s", "libdl.so", "librt.so",
-    ]
-
     static func isSystemModule(_ frame: SymbolizedFrame) -> Bool {
         // By name only: daemons live under /usr/lib too (/usr/lib/postgresql/15/bin/postgres),
         // and a frame in a library such as libssl can be the work itself.
         // No module: JIT code (named from a perf map) is the program's own; a frame with
         // neither module nor name says nothing.
         guard let module = frame.module else { return frame.function == nil }
-        return systemModulePrefixes.contains(where: module.hasPrefix)
+        return SampledFrame.isSystemModule(module)
     }
 
     // MARK: - Coding

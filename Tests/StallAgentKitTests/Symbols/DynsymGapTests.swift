@@ -93,29 +93,13 @@ import Glibc
         }
         try #require(blocked, "nginx did not reach epoll_wait: \(nginx.output)")
         let dump = try ProcessInspector(pid: nginx.pid).dump(tid: nginx.pid)
-        let reference = try euStackNames(pid: nginx.pid)
+        _ = try #require(EuStack.url)
+        let reference = try EuStack.frames(pid: nginx.pid, tid: nginx.pid)
         #expect(dump.frames.map(\.address) == reference.map(\.address), "\(dump.frames.map(\.displayName))")
         for (frame, truth) in zip(dump.frames, reference) where frame.module == "nginx" {
             #expect(frame.function == truth.name, "\(frame.displayName) vs eu-stack \(truth.name ?? "(unnamed)")")
             #expect(!frame.approximate)
         }
         #expect(dump.frames.contains { $0.module == "nginx" && $0.function == nil }, "no unnamed nginx frame: the test proves nothing")
-    }
-
-    func euStackNames(pid: Int32) throws -> [(address: UInt64, name: String?)] {
-        let result = try runCommand(try #require(EuStack.url), ["-p", "\(pid)"], timeout: 30)
-        var inThread = false
-        var frames: [(UInt64, String?)] = []
-        for line in result.stdout.split(separator: "\n") {
-            if line.hasPrefix("TID ") {
-                inThread = line == "TID \(pid):"
-                continue
-            }
-            guard inThread, line.hasPrefix("#") else { continue }
-            let words = line.split(separator: " ")
-            guard words.count >= 2, let address = SymbolizedFrame.parseHex(String(words[1])) else { continue }
-            frames.append((address, words.count >= 3 ? String(words[2]) : nil))
-        }
-        return frames
     }
 }
