@@ -29,6 +29,9 @@ struct Dump: ParsableCommand {
     @Option(name: .customLong("debug-dir"), help: ArgumentHelp("Also look for separate debug files here (repeatable).", valueName: "dir"))
     var debugDirectories: [String] = []
 
+    @Flag(name: .long, help: "Show only native frames for a CPython process (no interpreter frames).")
+    var noPythonFrames = false
+
     func run() throws {
         try runReportingErrors {
             var options = ThreadCapturer.Options()
@@ -36,6 +39,7 @@ struct Dump: ParsableCommand {
             options.stopDeadlineNanos = 1_000_000_000
             let inspector = try ProcessInspector(
                 pid: pid, capturer: ThreadCapturer(options: options), debugDirectories: debugDirectories)
+            inspector.readsPythonFrames = !noPythonFrames
             let dump = try inspector.dumpProcess(allThreads: allThreads)
             if json {
                 let encoder = JSONEncoder()

@@ -12,6 +12,11 @@ public final class ProcessInspector {
     public var classifier = ThreadStateClassifier()
     public let name: String
     public let executablePath: String?
+    /// The CPython interpreter's frame reader, when the process runs one (3.11+); its
+    /// `unsupportedNote` says why an interpreter found is not read.
+    public private(set) var python: PythonFrameReader?
+    /// False with `--no-python-frames` (and for measuring what they cost).
+    public var readsPythonFrames = true
 
     /// Validates the target: it must exist, be a user process, not a zombie, and be readable
     /// with ptrace-level access. Each refusal is a distinct, documented error.
@@ -33,6 +38,7 @@ public final class ProcessInspector {
         modules = try ProcessModules(pid: tgid)
         unwinder = SnapshotUnwinder(modules: modules)
         symbolizer = Symbolizer(modules: modules, debugDirectories: debugDirectories)
+        python = PythonFrameReader(pid: tgid, modules: modules)
     }
 
     /// Re-reads the memory map when it changed (dlopen, exec).
@@ -46,6 +52,10 @@ public final class ProcessInspector {
         modules = fresh
         unwinder.update(modules: fresh)
         symbolizer.update(modules: fresh)
+        // After an exec (or a libpython loaded late) the interpreter may be another one.
+        if python.map({ reader in !fresh.modules.contains { $0.path == reader.modulePath } }) ?? true {
+            python = PythonFrameReader(pid: pid, modules: fresh)
+        }
         return true
     }
 
@@ -100,23 +110,25 @@ public final class ProcessInspector {
     {
         let allowStop = activity != .idle
         var lastError: Error = StallAgentError.threadMoved(tid: tid)
+        let interpreter = interpreterChainReader(tid: tid)
         for _ in 0..<3 {
             do {
                 let snapshot = try capturer.capture(
-                    pid: pid, tid: tid, probe: probe, allowStop: allowStop, stackEnd: stackEnd)
-                var stack = unwinder.unwind(snapshot)
+                    pid: pid, tid: tid, probe: probe, allowStop: allowStop, stackEnd: stackEnd, interpreter: interpreter)
+                var stack = unwind(snapshot)
                 // Re-read the maps only when a frame lies outside every known module (dlopen,
                 // exec); a stack that ends early inside known code would re-read them per sample.
                 if stack.end != .complete, stack.frames.contains(where: { modules.module(containing: $0.address) == nil }),
                    try refreshModules()
                 {
-                    stack = unwinder.unwind(snapshot)
+                    stack = unwind(snapshot)
                 }
                 if snapshot.method == .withoutStop, stack.end == .missingRegister, allowStop,
                    activity != .stopped, TransparentRestart.allowsStop(snapshot.syscall, fileKind: fileKind)
                 {
-                    let stopped = try capturer.captureStopped(pid: pid, tid: tid, stackEnd: stackEnd)
-                    return (stopped, unwinder.unwind(stopped))
+                    let stopped = try capturer.captureStopped(
+                        pid: pid, tid: tid, stackEnd: stackEnd, interpreter: interpreter)
+                    return (stopped, unwind(stopped))
                 }
                 return (snapshot, stack)
             } catch StallAgentError.threadMoved(let moved) {
@@ -124,6 +136,32 @@ public final class ProcessInspector {
             }
         }
         throw lastError
+    }
+
+    /// The Python reader's chain copier for a capture of `tid`, nil when frames are not read.
+    private func interpreterChainReader(tid: Int32) -> ((Int32) -> PythonFrameChain?)? {
+        guard readsPythonFrames, let reader = python else { return nil }
+        reader.prepare(tid: tid)
+        return { reader.readChain(tid: $0) }
+    }
+
+    /// Unwinds a snapshot and names its Python frames (read with it) with the target running.
+    public func unwind(_ snapshot: ThreadSnapshot) -> UnwoundStack {
+        var stack = unwinder.unwind(snapshot)
+        if readsPythonFrames, let reader = python {
+            stack.python = snapshot.interpreterChain.map(reader.resolve)
+                ?? reader.unsupportedNote.map { PythonStack(activations: [], note: $0, version: reader.version) }
+        }
+        return stack
+    }
+
+    /// The stack of a thread blocked in `syscall`, read without a stop (nil if it moved),
+    /// with its Python frames.
+    public func stopFreeStack(tid: Int32, syscall: ProcSyscallInfo, probe: ThreadProbeFiles?) -> UnwoundStack? {
+        capturer.captureWithoutStop(
+            pid: pid, tid: tid, info: syscall, probe: probe, stackEnd: stackEnd,
+            interpreter: interpreterChainReader(tid: tid)
+        ).map(unwind)
     }
 
     /// Dumps one thread. Refusals (permission, another tracer, the process gone) are thrown;
@@ -134,7 +172,7 @@ public final class ProcessInspector {
             tid: tid, name: stat?.name ?? threadName(tid) ?? "?", state: stat.map { String($0.state) } ?? "?",
             activity: classification.activity, detail: classification.detail, syscall: syscall?.syscallName,
             lockOwner: classification.futexAddress.flatMap(lockOwner), captureMethod: nil,
-            pauseMicroseconds: nil, unwindEnd: nil, frames: [], error: nil)
+            pauseMicroseconds: nil, unwindEnd: nil, frames: [], error: nil, interpreterNote: nil)
         guard classification.activity != .gone else {
             dump.error = "thread exited"
             return dump
@@ -145,6 +183,7 @@ public final class ProcessInspector {
             dump.pauseMicroseconds = Double(snapshot.pauseNanos) / 1000
             dump.unwindEnd = stack.end
             dump.frames = symbolizer.symbolize(stack)
+            dump.interpreterNote = stack.python?.note
         } catch let error as StallAgentError {
             switch error {
             case .permissionDenied, .alreadyTraced: throw error

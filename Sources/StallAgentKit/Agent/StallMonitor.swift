@@ -479,9 +479,7 @@ public final class StallMonitor {
 
     /// The stack of a thread blocked in `syscall`, read without a stop (nil if it moved).
     private func stopFreeStack(_ syscall: ProcSyscallInfo) -> UnwoundStack? {
-        inspector.capturer.captureWithoutStop(
-            pid: inspector.pid, tid: inspector.pid, info: syscall, probe: probe, stackEnd: inspector.stackEnd
-        ).map { inspector.unwinder.unwind($0) }
+        inspector.stopFreeStack(tid: inspector.pid, syscall: syscall, probe: probe)
     }
 
     /// True when the blocked thread's stack has a function matching one of `patterns`.
@@ -572,15 +570,29 @@ public final class StallMonitor {
 
     /// What detection keeps of a frame; an unnamed frame is "module+0xOFFSET".
     static func sampledFrame(_ frame: SymbolizedFrame) -> SampledFrame {
+        if frame.isPython {
+            return SampledFrame(
+                function: frame.function ?? "?", module: frame.module ?? SymbolizedFrame.pythonModule,
+                address: frame.address, cfa: frame.stackPointer, language: frame.language)
+        }
         // A nearest-symbol guess keeps its mark in call trees, folded stacks and summaries.
-        SampledFrame(
+        return SampledFrame(
             function: frame.function.map { frame.approximate ? $0 + " (approximate)" : $0 }
                 ?? "\(frame.module ?? "?")+0x\(String(frame.moduleOffset ?? frame.address, radix: 16))",
             module: frame.module ?? "?", address: frame.address, cfa: frame.stackPointer)
     }
 
     private func resolve(_ frame: SampledFrame, index: Int) -> SymbolizedFrame {
-        var symbolized = frameCache[frame.address]
+        // A Python frame's address is a bytecode instruction's: never a native symbol's.
+        var cached = frameCache[frame.address]
+        if let known = cached, known.isPython != frame.isInterpreted { cached = nil }
+        if cached == nil, frame.isInterpreted {
+            cached = SymbolizedFrame(
+                index: index, address: frame.address, stackPointer: frame.cfa, module: frame.module, modulePath: nil,
+                buildId: nil, moduleOffset: nil, function: frame.function, functionOffset: nil, approximate: false,
+                language: frame.language)
+        }
+        var symbolized = cached
             ?? inspector.symbolizer.symbolize(
                 UnwoundFrame(address: frame.address, stackPointer: frame.cfa, isSignalFrame: false), index: index)
         symbolized.index = index

@@ -19,6 +19,8 @@ public struct ThreadDump: Codable, Sendable {
     public var frames: [SymbolizedFrame]
     /// Why there is no stack, when there is none.
     public var error: String?
+    /// Why Python frames are missing or cut short, when the process runs CPython.
+    public var interpreterNote: String?
 }
 
 /// A whole `stallagent dump`.

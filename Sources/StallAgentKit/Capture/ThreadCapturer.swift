@@ -38,9 +38,11 @@ public final class ThreadCapturer {
     /// Captures `tid` of `pid`. `stackEnd(sp)` returns the end of the mapping holding the
     /// stack pointer, to bound the copy; `allowStop` false forbids ptrace stops altogether
     /// (idle threads must never be stopped: their epoll_wait would return EINTR).
+    /// `interpreter(tid)` copies an interpreter's frame chain inside the capture window (while
+    /// stopped, or while the blocked thread is known not to have moved).
     public func capture(
         pid: Int32, tid: Int32, probe: ThreadProbeFiles?, allowStop: Bool,
-        stackEnd: (UInt64) -> UInt64?
+        stackEnd: (UInt64) -> UInt64?, interpreter: ((Int32) -> PythonFrameChain?)? = nil
     ) throws -> ThreadSnapshot {
         reapPending(final: false)
         let syscallInfo: ProcSyscallInfo?
@@ -51,19 +53,21 @@ public final class ThreadCapturer {
                 .flatMap { ProcSyscallInfo.parse($0) }
         }
         if let info = syscallInfo, info != .running {
-            if let snapshot = captureWithoutStop(pid: pid, tid: tid, info: info, probe: probe, stackEnd: stackEnd) {
+            if let snapshot = captureWithoutStop(
+                pid: pid, tid: tid, info: info, probe: probe, stackEnd: stackEnd, interpreter: interpreter)
+            {
                 return snapshot
             }
         }
         guard allowStop else { throw StallAgentError.threadMoved(tid: tid) }
-        return try captureStopped(pid: pid, tid: tid, stackEnd: stackEnd)
+        return try captureStopped(pid: pid, tid: tid, stackEnd: stackEnd, interpreter: interpreter)
     }
 
     /// A blocked thread's SP and PC come from /proc; its stack is copied while it sleeps
     /// and /proc is read again: if anything moved, the copy may be torn and is discarded.
     public func captureWithoutStop(
         pid: Int32, tid: Int32, info: ProcSyscallInfo, probe: ThreadProbeFiles? = nil,
-        stackEnd: (UInt64) -> UInt64?
+        stackEnd: (UInt64) -> UInt64?, interpreter: ((Int32) -> PythonFrameChain?)? = nil
     ) -> ThreadSnapshot? {
         guard let sp = info.stackPointer, let pc = info.programCounter, sp != 0 else { return nil }
         // Kept-open files when the monitor has them; a one-shot dump opens them.
@@ -77,6 +81,8 @@ public final class ThreadCapturer {
         }
         let schedBefore = schedstat()
         let stack = copyStack(pid: pid, sp: sp, stackEnd: stackEnd)
+        // Read before the re-check: if the thread moved, the chain may be torn too.
+        let chain = stack.isEmpty ? nil : interpreter?(tid)
         guard !stack.isEmpty, syscall() == info, schedstat() == schedBefore else { return nil }
         let registers: RegisterFile
         if case .inSyscall(let number, let arguments, _, _) = info {
@@ -87,15 +93,19 @@ public final class ThreadCapturer {
             r[RegisterFile.rip] = pc
             registers = r
         }
-        return ThreadSnapshot(
+        var snapshot = ThreadSnapshot(
             pid: pid, tid: tid, registers: registers, stackStart: sp, stack: stack,
             method: .withoutStop, pauseNanos: 0, syscall: info, timeNanos: MonotonicTime.nanos())
+        snapshot.interpreterChain = chain
+        return snapshot
     }
 
     /// Seize, interrupt, copy registers and stack, detach. The thread is stopped only between
     /// the interrupt and the detach; every exit path detaches or leaves the thread queued
     /// for detaching.
-    public func captureStopped(pid: Int32, tid: Int32, stackEnd: (UInt64) -> UInt64?) throws -> ThreadSnapshot {
+    public func captureStopped(
+        pid: Int32, tid: Int32, stackEnd: (UInt64) -> UInt64?, interpreter: ((Int32) -> PythonFrameChain?)? = nil
+    ) throws -> ThreadSnapshot {
         if sa_ptrace_seize(tid, 0) != 0 {
             throw seizeError(errno, pid: pid, tid: tid)
         }
@@ -121,6 +131,8 @@ public final class ThreadCapturer {
         var regs = user_regs_struct()
         let gotRegisters = sa_ptrace_getregs(tid, &regs) == 0
         let copied = gotRegisters ? copyStackToScratch(pid: pid, sp: regs.rsp, stackEnd: stackEnd) : 0
+        // Pointers only (a few small reads): code objects are named after the resume.
+        let chain = gotRegisters ? interpreter?(tid) : nil
         let detached = sa_ptrace_detach(tid, pendingSignal) == 0
         let end = MonotonicTime.nanos()
         if !detached && errno != ESRCH { pendingDetach.insert(tid) }
@@ -132,6 +144,7 @@ public final class ThreadCapturer {
             method: .ptraceStop, pauseNanos: end - start, syscall: nil, timeNanos: end)
         let origRax = Int64(bitPattern: regs.orig_rax)
         if origRax >= 0 { snapshot.interruptedSyscall = (Int(origRax), regs.rdi) }
+        snapshot.interpreterChain = chain
         return snapshot
     }
 

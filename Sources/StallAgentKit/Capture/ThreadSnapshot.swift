@@ -26,4 +26,7 @@ public struct ThreadSnapshot: Sendable {
     /// write(2) stops with write's number here), and its first argument. Nil when it was
     /// interrupted in user code.
     public var interruptedSyscall: (number: Int, firstArgument: UInt64)?
+    /// The interpreter's frame chain (CPython), copied in the same window as the stack so the
+    /// two agree; nil for a process without one.
+    public var interpreterChain: PythonFrameChain?
 }

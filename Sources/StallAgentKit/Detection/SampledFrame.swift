@@ -12,13 +12,21 @@ public struct SampledFrame: Hashable, Codable, Sendable {
     public var address: UInt64
     /// The frame's stack address (SP at that frame); identifies the activation.
     public var cfa: UInt64
+    /// "python" for an interpreter frame (function = qualified name, cfa = the interpreter
+    /// frame's address); nil for machine code.
+    public var language: String?
 
-    public init(function: String, module: String, address: UInt64 = 0, cfa: UInt64 = 0) {
+    public init(function: String, module: String, address: UInt64 = 0, cfa: UInt64 = 0, language: String? = nil) {
         self.function = function
         self.module = module
         self.address = address
         self.cfa = cfa
+        self.language = language
     }
+
+    /// A function the program's author wrote in an interpreted language: what culprits,
+    /// stall frames and fingerprints prefer over the interpreter's own C frames.
+    public var isInterpreted: Bool { language != nil }
 
     /// The C runtime, the loader and the vDSO, by module name: wrappers around the call, never
     /// the work. Culprit frames (reports) and fingerprints both skip them.

@@ -48,10 +48,13 @@ public struct StallFrameTracker: Sendable {
     }
 
     /// The innermost frame present in every sample, as seen in the latest sample; nil before
-    /// any sample or when no frame is shared by all of them.
+    /// any sample or when no frame is shared by all of them. An interpreted frame (a Python
+    /// function) in every sample wins over the interpreter's C frames above it: `time.sleep`'s
+    /// C implementation is the same in every program, the function that called it is not.
     public var stallFrame: SampledFrame? {
         guard let keys = common, !keys.isEmpty else { return nil }
-        return latestFrames.first { keys.contains(Key($0)) }
+        return latestFrames.first { $0.isInterpreted && keys.contains(Key($0)) }
+            ?? latestFrames.first { keys.contains(Key($0)) }
     }
 
     public mutating func reset() {

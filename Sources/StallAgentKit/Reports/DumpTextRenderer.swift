@@ -28,6 +28,7 @@ public enum DumpTextRenderer {
             if let end = thread.unwindEnd, end != .complete {
                 out.append("  (stack incomplete: \(UnwindEndText.describe(end)))")
             }
+            if let note = thread.interpreterNote { out.append("  (python frames: \(note))") }
         }
         return out.joined(separator: "\n") + "\n"
     }

@@ -143,9 +143,11 @@ public struct StallReport: Codable, Sendable {
     /// program's function rather than the wait wrapper. Not the stall frame: that one must be in
     /// every sample, and the episode's first sample often catches the caller just before the
     /// slow call, which would name the event loop instead of the work.
+    /// A Python function, when the stack has one, is the culprit before any C frame: the
+    /// interpreter's frames above it are the same for every program.
     public var culpritFrame: SymbolizedFrame? {
         let frames = heaviestStack?.frames ?? []
-        return frames.first { !Self.isSystemModule($0) } ?? frames.first ?? stallFrame
+        return frames.first(where: \.isPython) ?? frames.first { !Self.isSystemModule($0) } ?? frames.first ?? stallFrame
     }
 
     static func isSystemModule(_ frame: SymbolizedFrame) -> Bool {

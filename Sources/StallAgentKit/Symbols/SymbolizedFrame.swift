@@ -19,9 +19,19 @@ public struct SymbolizedFrame: Codable, Equatable, Sendable {
     /// Functions inlined at this address, innermost first (from DWARF); empty without.
     public var inlined: [InlinedFrame]
     public var isSignalFrame: Bool
+    /// "python" for an interpreter frame (a Python function spliced into the native stack);
+    /// nil for machine code.
+    public var language: String?
+
+    public static let pythonLanguage = "python"
+    /// The module column of a Python frame: its file is in `file`.
+    public static let pythonModule = "python"
+
+    public var isPython: Bool { language == SymbolizedFrame.pythonLanguage }
 
     /// "debugCommand + 4420" / "libc.so.6 + 0x1234" / "0x7f…".
     public var displayName: String {
+        if let function, isPython { return function }
         if let function {
             return "\(function) + \(functionOffset ?? 0)" + (approximate ? " (approximate)" : "")
         }
@@ -31,14 +41,14 @@ public struct SymbolizedFrame: Codable, Equatable, Sendable {
 
     enum CodingKeys: String, CodingKey {
         case index, address, stackPointer, module, modulePath, buildId, moduleOffset, function
-        case functionOffset, approximate, file, line, inlined, isSignalFrame
+        case functionOffset, approximate, file, line, inlined, isSignalFrame, language
     }
 
     public init(
         index: Int, address: UInt64, stackPointer: UInt64, module: String?, modulePath: String?,
         buildId: String?, moduleOffset: UInt64?, function: String?, functionOffset: UInt64?,
         approximate: Bool, file: String? = nil, line: Int? = nil, inlined: [InlinedFrame] = [],
-        isSignalFrame: Bool = false
+        isSignalFrame: Bool = false, language: String? = nil
     ) {
         self.index = index
         self.address = address
@@ -54,6 +64,7 @@ public struct SymbolizedFrame: Codable, Equatable, Sendable {
         self.line = line
         self.inlined = inlined
         self.isSignalFrame = isSignalFrame
+        self.language = language
     }
 
     // Addresses are written as hex strings: JSON numbers lose precision past 2^53 in many
@@ -74,6 +85,7 @@ public struct SymbolizedFrame: Codable, Equatable, Sendable {
         try c.encodeIfPresent(line, forKey: .line)
         if !inlined.isEmpty { try c.encode(inlined, forKey: .inlined) }
         if isSignalFrame { try c.encode(true, forKey: .isSignalFrame) }
+        try c.encodeIfPresent(language, forKey: .language)
     }
 
     public init(from decoder: Decoder) throws {
@@ -96,6 +108,7 @@ public struct SymbolizedFrame: Codable, Equatable, Sendable {
         line = try c.decodeIfPresent(Int.self, forKey: .line)
         inlined = try c.decodeIfPresent([InlinedFrame].self, forKey: .inlined) ?? []
         isSignalFrame = try c.decodeIfPresent(Bool.self, forKey: .isSignalFrame) ?? false
+        language = try c.decodeIfPresent(String.self, forKey: .language)
     }
 
     /// The address to look symbols up at: a return address points after its call, which may

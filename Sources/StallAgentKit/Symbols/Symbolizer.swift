@@ -34,7 +34,9 @@ public final class Symbolizer {
             symbolizingStack = false
             perfMapForStack = nil
         }
-        return stack.frames.enumerated().map { index, frame in symbolize(frame, index: index) }
+        let native = stack.frames.enumerated().map { index, frame in symbolize(frame, index: index) }
+        guard let python = stack.python else { return native }
+        return PythonStackSplicer.splice(native, python)
     }
 
     /// The module's symbols with its debug companion, located on first use.

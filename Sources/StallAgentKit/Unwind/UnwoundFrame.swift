@@ -36,6 +36,8 @@ public enum UnwindEnd: String, Sendable, Codable {
 public struct UnwoundStack: Sendable {
     public var frames: [UnwoundFrame]
     public var end: UnwindEnd
+    /// Interpreter frames read with the stack, spliced in when it is symbolized.
+    public var python: PythonStack?
 
     public init(frames: [UnwoundFrame], end: UnwindEnd) {
         self.frames = frames
