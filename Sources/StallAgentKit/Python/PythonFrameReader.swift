@@ -80,6 +80,20 @@ public final class PythonFrameReader {
         unsupportedNote = note
     }
 
+    /// A reader over structures at known addresses, with no type checks: for tests that lay
+    /// out broken interpreter state in memory.
+    init(pid: Int32, layout: PythonLayout, runtime: UInt64) {
+        memory = PythonMemory(pid: pid)
+        self.layout = layout
+        self.runtime = runtime
+        version = layout.version
+        unsupportedNote = nil
+        modulePath = ""
+        codeType = nil
+        unicodeType = nil
+        bytesType = nil
+    }
+
     // MARK: Capture time (the thread may be stopped: pointers only)
 
     /// Finds `tid`'s thread state ahead of a capture, so the walk of the thread list does not
