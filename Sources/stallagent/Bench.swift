@@ -25,11 +25,20 @@ struct Bench: ParsableCommand {
     @Flag(help: "Shorter runs.")
     var quick = false
 
+    @Option(help: ArgumentHelp("Only the Python-frames figures, against this CPython 3.11+ interpreter.", valueName: "python"))
+    var python: String?
+
     func run() throws {
         try runReportingErrors {
             let me = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
             let fixturesURL = fixtures.map { URL(fileURLWithPath: $0) }
                 ?? me.deletingLastPathComponent().appendingPathComponent("stall-fixtures")
+            if let python {
+                var bench = PythonCaptureBenchmark(python: python)
+                bench.captures = quick ? 50 : captures * 2
+                try bench.run()
+                return
+            }
             let benchmark = CaptureBenchmark(fixtures: fixturesURL, agentBinary: me)
             benchmark.captures = captures
             if !captureOnly && !monitorOnly {

@@ -137,6 +137,19 @@ public final class PythonFrameReader {
         var address = first
         var note: String?
         let readSize = layout.frameReadSize
+        // Frames live next to each other in the thread's data stack: one page read serves
+        // several, which keeps the copy (done while the thread is stopped) short.
+        var page: (base: UInt64, bytes: [UInt8])?
+        func frameBlock(_ address: UInt64) -> [UInt8]? {
+            let base = address & ~4095
+            let offset = Int(address - base)
+            guard offset + readSize <= 4096 else { return memory.bytes(address, readSize) }
+            if page?.base != base {
+                guard let bytes = memory.bytes(base, 4096) else { return nil }
+                page = (base, bytes)
+            }
+            return Array(page!.bytes[offset..<(offset + readSize)])
+        }
         while address != 0 {
             guard frames.count < PythonFrameReader.maxDepth else {
                 note = "Python stack deeper than \(PythonFrameReader.maxDepth) frames: truncated"
@@ -146,7 +159,7 @@ public final class PythonFrameReader {
                 note = "Python frame chain loops or is misaligned at 0x\(String(address, radix: 16)): truncated"
                 break
             }
-            guard let block = memory.bytes(address, readSize) else {
+            guard let block = frameBlock(address) else {
                 note = "Python frame chain points outside memory (0x\(String(address, radix: 16))): truncated"
                 break
             }
