@@ -85,7 +85,7 @@ public struct StallReport: Codable, Sendable {
                 samples: heaviest.sampleCount, totalSamples: heaviest.totalSamples,
                 frames: heaviest.frames.enumerated().map { context.resolveFrame($1, $0) })
         }
-        callTree = snapshot.callTree
+        callTree = snapshot.callTree.limited(toDepth: StallReport.maxCallTreeDepth)
         lockOwner = context.lockOwner
         agent = context.agent
         termination = context.termination
@@ -145,6 +145,9 @@ public struct StallReport: Codable, Sendable {
     /// slow call, which would name the event loop instead of the work.
     /// A Python function, when the stack has one, is the culprit before any C frame: the
     /// interpreter's frames above it are the same for every program.
+    /// Deep enough for any readable stack, shallow enough for JSON (see `CallTreeNode.limited`).
+    static let maxCallTreeDepth = 200
+
     public var culpritFrame: SymbolizedFrame? {
         let frames = heaviestStack?.frames ?? []
         return frames.first(where: \.isPython) ?? frames.first { !Self.isSystemModule($0) } ?? frames.first ?? stallFrame

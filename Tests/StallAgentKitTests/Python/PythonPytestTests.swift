@@ -1,0 +1,56 @@
+import Foundation
+import Testing
+
+@testable import StallAgentKit
+
+/// A wrapped pytest run (`stallagent run -- python -m pytest`): the sampled stacks carry the
+/// test's own Python function, so the report names `test_sleepy` and its line. (Which stalls
+/// a batch process reports is issue 13's rule; here the launch threshold makes one.)
+@Suite(.serialized) struct PythonPytestTests {
+    static let python = PythonInterpreters.pyenv311
+    static let hasPytest: Bool = {
+        guard PythonInterpreters.has(python) else { return false }
+        return (try? runCommand(URL(fileURLWithPath: python), ["-c", "import pytest"]).status) == 0
+    }()
+
+    static let tests = """
+        import time
+
+        def test_fast():
+            assert 1 + 1 == 2
+
+        def test_sleepy():
+            time.sleep(4)
+
+        def test_fast_again():
+            assert True
+
+        """
+
+    @Test(.enabled(if: hasPytest, "pytest is not installed for \(python) (scripts/setup installs it)"))
+    func reportNamesTheSlowTest() throws {
+        let file = try PythonInterpreters.script("test_slow.py", Self.tests)
+        let directory = (file as NSString).deletingLastPathComponent
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let reports = directory + "/reports"
+        let result = try runCommand(
+            FixtureProcess.stallagentURL,
+            ["run", "--launch-threshold", "1s", "--report-dir", reports, "--", Self.python, "-m", "pytest", "-q", "-p", "no:cacheprovider", file],
+            timeout: 120)
+        #expect(result.status == 0, "\(result.stdout)\n\(result.stderr)")
+        #expect(result.stderr.contains("test_sleepy"), "\(result.stderr)")
+        let files = try FileManager.default.contentsOfDirectory(atPath: reports).filter { $0.hasSuffix(".json") }
+        let decoded = try files.map {
+            try JSONDecoder().decode(StallReport.self, from: Data(contentsOf: URL(fileURLWithPath: reports + "/" + $0)))
+        }
+        let named = decoded.filter { $0.culpritFrame?.function == "test_sleepy" }
+        #expect(!named.isEmpty, "culprits: \(decoded.map { $0.culpritFrame?.function ?? "?" })")
+        if let report = named.first {
+            #expect(report.culpritFrame?.line == 7)
+            #expect(report.culpritFrame?.file == file)
+            // pytest's own frames are there too, below the test.
+            let names = report.heaviestStack?.frames.compactMap(\.function) ?? []
+            #expect(names.contains("pytest_pyfunc_call"), "\(names)")
+        }
+    }
+}
