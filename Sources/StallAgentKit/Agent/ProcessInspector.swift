@@ -13,8 +13,17 @@ public final class ProcessInspector {
     public let name: String
     public let executablePath: String?
     /// The CPython interpreter's frame reader, when the process runs one (3.11+); its
-    /// `unsupportedNote` says why an interpreter found is not read.
-    public private(set) var python: PythonFrameReader?
+    /// `unsupportedNote` says why an interpreter found is not read. Looked for on first use:
+    /// a wrapped run inspects many short processes that are never sampled.
+    public var python: PythonFrameReader? {
+        if !pythonLookedFor {
+            pythonLookedFor = true
+            pythonReader = PythonFrameReader(pid: pid, modules: modules)
+        }
+        return pythonReader
+    }
+    private var pythonReader: PythonFrameReader?
+    private var pythonLookedFor = false
     /// False with `--no-python-frames` (and for measuring what they cost).
     public var readsPythonFrames = true
 
@@ -38,7 +47,6 @@ public final class ProcessInspector {
         modules = try ProcessModules(pid: tgid)
         unwinder = SnapshotUnwinder(modules: modules)
         symbolizer = Symbolizer(modules: modules, debugDirectories: debugDirectories)
-        python = PythonFrameReader(pid: tgid, modules: modules)
     }
 
     /// Re-reads the memory map when it changed (dlopen, exec).
@@ -53,8 +61,9 @@ public final class ProcessInspector {
         unwinder.update(modules: fresh)
         symbolizer.update(modules: fresh)
         // After an exec (or a libpython loaded late) the interpreter may be another one.
-        if python.map({ reader in !fresh.modules.contains { $0.path == reader.modulePath } }) ?? true {
-            python = PythonFrameReader(pid: pid, modules: fresh)
+        if pythonReader.map({ reader in !fresh.modules.contains { $0.path == reader.modulePath } }) ?? true {
+            pythonLookedFor = false
+            pythonReader = nil
         }
         return true
     }
