@@ -13,6 +13,9 @@ import Glibc
 @Suite(.serialized) struct PythonDumpTests {
     typealias P = PythonInterpreters
 
+    static let pySpy: String? = ["/root/.pyenv/versions/3.11.7/bin/py-spy", "/usr/local/bin/py-spy", "/usr/bin/py-spy"]
+        .first { FileManager.default.isExecutableFile(atPath: $0) }
+
     @Test(.enabled(if: P.has(P.pyenv311), P.missing(P.pyenv311))) func pyenv311() throws { try check(P.pyenv311) }
     @Test(.enabled(if: P.has(P.pyenv312), P.missing(P.pyenv312))) func pyenv312() throws { try check(P.pyenv312) }
     @Test(.enabled(if: P.has(P.pyenv313), P.missing(P.pyenv313))) func pyenv313() throws { try check(P.pyenv313) }
@@ -62,6 +65,16 @@ import Glibc
         #expect(frames.last?.function == "_start", "\(summary)")
         if mode == "sleep" {
             #expect(frames.first?.function?.contains("nanosleep") == true, "\(summary)")
+            // py-spy, as a reference only: the same functions and lines for the sleeping thread.
+            if let pySpy = Self.pySpy {
+                let reference = try runCommand(URL(fileURLWithPath: pySpy), ["dump", "--pid", "\(target.pid)"])
+                let theirs = reference.stdout.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }
+                    .filter { $0.contains("(nested.py:") }
+                let ours = python.map { "\($0.function ?? "?") (nested.py:\($0.line ?? 0))" }
+                #expect(theirs == ours, "py-spy: \(reference.stdout) \(reference.stderr)")
+            } else {
+                print("PythonDumpTests: py-spy not installed (pip install py-spy): no reference comparison")
+            }
         }
         #expect(text.contains("inner (nested.py:"), "\(text)")
         #expect(text.contains("middle (nested.py:11)"), "\(text)")
