@@ -83,6 +83,23 @@ import Glibc
         #expect(status?.state != "t" && status?.state != "T")
     }
 
+    /// An interpreter whose layout is not known (3.10 has no `Py_Version` and another frame
+    /// design): native frames down to `_start`, and a note saying why there are no others.
+    @Test(.enabled(if: P.has(P.pyenv310), P.missing(P.pyenv310))) func unknownVersionGivesNativeFramesAndANote() throws {
+        let script = try P.script("nested.py", P.nested)
+        let target = try FixtureProcess([script, "sleep"], executable: URL(fileURLWithPath: P.pyenv310))
+        defer { target.stop() }
+        usleep(200_000)
+        let result = try runCommand(FixtureProcess.stallagentURL, ["dump", "--pid", "\(target.pid)", "--json"])
+        #expect(result.status == 0)
+        let dump = try JSONDecoder().decode(ProcessDump.self, from: Data(result.stdout.utf8))
+        let thread = try #require(dump.threads.first)
+        #expect(thread.frames.allSatisfy { !$0.isPython })
+        #expect(thread.frames.last?.function == "_start")
+        #expect(thread.interpreterNote?.contains("older than 3.11") == true, "\(thread.interpreterNote ?? "no note")")
+        #expect(target.procStatus?.tracer == 0)
+    }
+
     /// The same process without Python frames: the flag turns them off, and nothing else moves.
     @Test(.enabled(if: P.has(P.pyenv312), P.missing(P.pyenv312))) func noPythonFramesFlag() throws {
         let script = try P.script("nested.py", P.nested)

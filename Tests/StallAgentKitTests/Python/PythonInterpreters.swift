@@ -8,6 +8,8 @@ enum PythonInterpreters {
     static let pyenv312 = "/root/.pyenv/versions/3.12.1/bin/python3.12"
     static let pyenv313 = "/root/.pyenv/versions/3.13.0/bin/python3.13"
     static let debian311 = "/usr/bin/python3.11"
+    /// Not supported (no `Py_Version`, pre-3.11 frames): for the unknown-version path.
+    static let pyenv310 = "/root/.pyenv/versions/3.10.13/bin/python3.10"
 
     static func has(_ path: String) -> Bool { FileManager.default.isExecutableFile(atPath: path) }
 
