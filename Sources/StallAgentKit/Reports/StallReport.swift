@@ -144,8 +144,21 @@ public struct StallReport: Codable, Sendable {
     /// every sample, and the episode's first sample often catches the caller just before the
     /// slow call, which would name the event loop instead of the work.
     public var culpritFrame: SymbolizedFrame? {
-        let frames = heaviestStack?.frames ?? []
-        return frames.first { !Self.isSystemModule($0) } ?? frames.first ?? stallFrame
+        Self.culprit(in: heaviestStack?.frames ?? []) ?? stallFrame
+    }
+
+    /// Innermost first. In a JIT runtime (Node) the frames inside the innermost JIT frame
+    /// that belong to modules also found outside it are the runtime serving the script
+    /// (`Date.now()` → `v8::base::Time::Now`): the script's function is the culprit. A module
+    /// seen only inside (a native addon) is the work itself and stays the culprit.
+    static func culprit(in frames: [SymbolizedFrame]) -> SymbolizedFrame? {
+        if let jit = frames.firstIndex(where: { $0.module == nil && $0.function != nil }) {
+            let runtime = Set(frames[jit...].compactMap(\.module))
+            if frames[..<jit].allSatisfy({ isSystemModule($0) || $0.module.map(runtime.contains) ?? true }) {
+                return frames[jit]
+            }
+        }
+        return frames.first { !isSystemModule($0) } ?? frames.first
     }
 
     static func isSystemModule(_ frame: SymbolizedFrame) -> Bool {
