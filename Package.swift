@@ -18,6 +18,8 @@ let package = Package(
         // both need compiled C.
         .target(name: "CPtrace"),
         .target(name: "CDemangle", linkerSettings: [.linkedLibrary("stdc++")]),
+        // libdebuginfod, loaded at run time (optional, like libdw does).
+        .target(name: "CDebuginfod"),
         .systemLibrary(
             name: "CLibunwind", pkgConfig: "libunwind-generic",
             providers: [.apt(["libunwind-dev", "liblzma-dev"])]),
@@ -33,7 +35,7 @@ let package = Package(
         .target(
             name: "StallAgentKit",
             dependencies: [
-                "CPtrace", "CLibunwind", "CLibelf", "CLibdw", "CLzma", "CDemangle",
+                "CPtrace", "CLibunwind", "CLibelf", "CLibdw", "CLzma", "CDemangle", "CDebuginfod",
                 .product(name: "DequeModule", package: "swift-collections"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "Yams", package: "Yams"),

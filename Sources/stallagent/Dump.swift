@@ -37,8 +37,10 @@ struct Dump: ParsableCommand {
             var options = ThreadCapturer.Options()
             options.maxStackBytes = maxStack
             options.stopDeadlineNanos = 1_000_000_000
+            Debuginfod.shared.notice = { FileHandleOutput.standardError("stallagent: \($0)\n") }
             let inspector = try ProcessInspector(
-                pid: pid, capturer: ThreadCapturer(options: options), debugDirectories: debugDirectories)
+                pid: pid, capturer: ThreadCapturer(options: options), debugDirectories: debugDirectories,
+                debuginfod: .wait)
             inspector.readsPythonFrames = !noPythonFrames
             let dump = try inspector.dumpProcess(allThreads: allThreads)
             if json {

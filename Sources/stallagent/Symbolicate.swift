@@ -8,7 +8,8 @@ struct Symbolicate: ParsableCommand {
         discussion: """
             Reads a stall report's JSON (as written to --report-dir), finds each frame's module \
             by its build-id — under DIR/.build-id/xx/rest.debug, as DIR/<module name>, at the \
-            module's original path, or in /usr/lib/debug — and rewrites the JSON and the text \
+            module's original path, in /usr/lib/debug, or from the debuginfod servers in \
+            $DEBUGINFOD_URLS — and rewrites the JSON and the text \
             report next to it (same name, .txt) atomically. Files whose build-id differs are \
             never used. Frames whose module is not found keep what the report had.
 
@@ -29,7 +30,9 @@ struct Symbolicate: ParsableCommand {
                 guard FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory), isDirectory.boolValue
                 else { throw StallAgentError.invalidArgument("--debug-dir \(directory): no such directory") }
             }
-            let result = try ReportSymbolicator(debugDirectories: debugDirectories).symbolicateFile(atPath: report)
+            Debuginfod.shared.notice = { FileHandleOutput.standardError("stallagent: \($0)\n") }
+            let result = try ReportSymbolicator(debugDirectories: debugDirectories, debuginfod: .wait)
+                .symbolicateFile(atPath: report)
             FileHandleOutput.standardOutput(
                 "symbolicated \(result.symbolicated) of \(result.frames) frames; wrote \(result.jsonPath) and \(result.textPath)\n")
         }

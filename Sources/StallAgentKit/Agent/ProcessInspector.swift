@@ -30,7 +30,12 @@ public final class ProcessInspector {
     /// Validates the target: it must exist, be a user process, not a zombie, and be readable
     /// with ptrace-level access. Each refusal is a distinct, documented error.
     /// `debugDirectories`: extra places for separate debug files (`--debug-dir`).
-    public init(pid: Int32, capturer: ThreadCapturer = ThreadCapturer(), debugDirectories: [String] = []) throws {
+    /// `debuginfod`: whether modules without a local debug file are fetched (`.wait` for
+    /// one-shot commands, `.background` for the watch).
+    public init(
+        pid: Int32, capturer: ThreadCapturer = ThreadCapturer(), debugDirectories: [String] = [],
+        debuginfod: DebuginfodUse = .off
+    ) throws {
         guard pid > 0 else { throw StallAgentError.invalidArgument("pid must be a positive number, got \(pid)") }
         let statusText = try ProcFS.readText("/proc/\(pid)/status", pid: pid)
         guard let status = ProcStatus.parse(statusText) else { throw StallAgentError.noSuchProcess(pid: pid) }
@@ -46,7 +51,7 @@ public final class ProcessInspector {
         executablePath = try? ProcFS.readLink("/proc/\(tgid)/exe", pid: tgid)
         modules = try ProcessModules(pid: tgid)
         unwinder = SnapshotUnwinder(modules: modules)
-        symbolizer = Symbolizer(modules: modules, debugDirectories: debugDirectories)
+        symbolizer = Symbolizer(modules: modules, debugDirectories: debugDirectories, debuginfod: debuginfod)
     }
 
     /// Re-reads the memory map when it changed (dlopen, exec).

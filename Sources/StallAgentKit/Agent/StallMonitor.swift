@@ -111,7 +111,8 @@ public final class StallMonitor {
         var captureOptions = ThreadCapturer.Options()
         captureOptions.maxStackBytes = options.maxStackBytes
         inspector = try ProcessInspector(
-            pid: pid, capturer: ThreadCapturer(options: captureOptions), debugDirectories: options.debugDirectories)
+            pid: pid, capturer: ThreadCapturer(options: captureOptions), debugDirectories: options.debugDirectories,
+            debuginfod: .background)
         writer = try ReportWriter(directory: options.reportDirectory)
         classifier = ThreadStateClassifier(extraIdleSyscalls: options.extraIdleSyscalls)
         inspector.classifier = classifier
@@ -316,6 +317,9 @@ public final class StallMonitor {
     /// Detaches anything pending and fills in the summary's totals.
     public func end() -> MonitorSummary {
         inspector.capturer.reapPending(final: true)
+        // Final reports still waiting on debuginfod downloads: a short wait, not the whole
+        // deadline, so a hung server cannot hold up a wrapped command's exit for long.
+        DebuginfodFollowUp.drain(timeout: min(Debuginfod.shared.maxSeconds, 10))
         summary.watchedSeconds = MonotonicTime.seconds() - startTime
         summary.loopTurnEvidence = loopTurnEvidence
         summary.loopTurns = loopTurnCount
@@ -583,6 +587,7 @@ public final class StallMonitor {
     }
 
     private func resolve(_ frame: SampledFrame, index: Int) -> SymbolizedFrame {
+        if inspector.symbolizer.refreshAfterDownloads() { frameCache = [:] }
         // A Python frame's address is a bytecode instruction's: never a native symbol's.
         var cached = frameCache[frame.address]
         if let known = cached, known.isPython != frame.isInterpreted { cached = nil }
@@ -687,7 +692,12 @@ public final class StallMonitor {
         let folded = options.writeFolded
             ? FoldedStackRenderer.render(snapshot, resolve: { $0.function }) : nil
         do {
-            reportPaths[snapshot.id] = try writer.write(report, folded: folded)
+            let paths = try writer.write(report, folded: folded)
+            reportPaths[snapshot.id] = paths
+            if !snapshot.ongoing {
+                DebuginfodFollowUp.symbolicateWhenFetched(
+                    report, jsonPath: paths.json, debugDirectories: options.debugDirectories)
+            }
             if firstWritten[snapshot.id] == nil { firstWritten[snapshot.id] = MonotonicTime.seconds() }
         } catch {
             // A full disk must not stop the watch: warn, keep monitoring, try again next update.

@@ -13,8 +13,8 @@ public struct ReportSymbolicator {
 
     public let symbolicator: OfflineSymbolicator
 
-    public init(debugDirectories: [String]) {
-        symbolicator = OfflineSymbolicator(debugDirectories: debugDirectories)
+    public init(debugDirectories: [String], debuginfod: DebuginfodUse = .off) {
+        symbolicator = OfflineSymbolicator(debugDirectories: debugDirectories, debuginfod: debuginfod)
     }
 
     /// Updates the report in place; returns (frames seen, frames filled in).

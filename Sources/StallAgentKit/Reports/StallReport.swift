@@ -138,19 +138,33 @@ public struct StallReport: Codable, Sendable {
             .filter { seen.insert("\($0.start)-\($0.path)").inserted }
     }
 
+    /// Deep enough for any readable stack, shallow enough for JSON (see `CallTreeNode.limited`).
+    static let maxCallTreeDepth = 200
+
     /// The frame to name in one-line summaries: the heaviest stack's innermost frame outside
     /// system libraries (libc, the dynamic loader, the vDSO), so a lock or sleep stall names the
     /// program's function rather than the wait wrapper. Not the stall frame: that one must be in
     /// every sample, and the episode's first sample often catches the caller just before the
     /// slow call, which would name the event loop instead of the work.
-    /// A Python function, when the stack has one, is the culprit before any C frame: the
-    /// interpreter's frames above it are the same for every program.
-    /// Deep enough for any readable stack, shallow enough for JSON (see `CallTreeNode.limited`).
-    static let maxCallTreeDepth = 200
-
     public var culpritFrame: SymbolizedFrame? {
-        let frames = heaviestStack?.frames ?? []
-        return frames.first(where: \.isPython) ?? frames.first { !Self.isSystemModule($0) } ?? frames.first ?? stallFrame
+        Self.culprit(in: heaviestStack?.frames ?? []) ?? stallFrame
+    }
+
+    /// Innermost first. In a JIT runtime (Node) the frames inside the innermost JIT frame
+    /// that belong to modules also found outside it are the runtime serving the script
+    /// (`Date.now()` → `v8::base::Time::Now`): the script's function is the culprit. A module
+    /// seen only inside (a native addon) is the work itself and stays the culprit.
+    /// A Python function, when the stack has one, comes first: the interpreter's frames
+    /// above it are the same for every program.
+    static func culprit(in frames: [SymbolizedFrame]) -> SymbolizedFrame? {
+        if let python = frames.first(where: \.isPython) { return python }
+        if let jit = frames.firstIndex(where: { $0.module == nil && $0.function != nil }) {
+            let runtime = Set(frames[jit...].compactMap(\.module))
+            if frames[..<jit].allSatisfy({ isSystemModule($0) || $0.module.map(runtime.contains) ?? true }) {
+                return frames[jit]
+            }
+        }
+        return frames.first { !isSystemModule($0) } ?? frames.first
     }
 
     static func isSystemModule(_ frame: SymbolizedFrame) -> Bool {

@@ -15,10 +15,18 @@ public struct DebugFileLocator: Hashable, Sendable {
     /// Read on this machine (`--debug-dir`), before the system ones.
     public var extraDirectories: [String]
 
-    public init(root: String = "", systemDirectories: [String] = ["/usr/lib/debug"], extraDirectories: [String] = []) {
+    /// Whether a build-id with no local debug file is asked of debuginfod servers.
+    public var debuginfod: DebuginfodUse
+    public var client: Debuginfod { Debuginfod.shared }
+
+    public init(
+        root: String = "", systemDirectories: [String] = ["/usr/lib/debug"], extraDirectories: [String] = [],
+        debuginfod: DebuginfodUse = .off
+    ) {
         self.root = root
         self.systemDirectories = systemDirectories
         self.extraDirectories = extraDirectories
+        self.debuginfod = debuginfod
     }
 
     /// The directories to search, as paths readable by this process.
@@ -47,15 +55,41 @@ public struct DebugFileLocator: Hashable, Sendable {
                 }
             }
         }
-        guard let linkBytes = image.section(named: ".gnu_debuglink"), let link = DebugLink.parse(linkBytes) else {
-            return nil
+        if let linkBytes = image.section(named: ".gnu_debuglink"), let link = DebugLink.parse(linkBytes) {
+            for path in debugLinkCandidates(link.fileName, modulePath: modulePath) {
+                guard let candidate = cache.image(atPath: path, displayPath: path), candidate !== image else { continue }
+                if let buildID = image.buildID, candidate.buildID != nil, candidate.buildID != buildID { continue }
+                if candidate.contentCRC == link.crc { return candidate }
+            }
         }
-        for path in debugLinkCandidates(link.fileName, modulePath: modulePath) {
-            guard let candidate = cache.image(atPath: path, displayPath: path), candidate !== image else { continue }
-            if let buildID = image.buildID, candidate.buildID != nil, candidate.buildID != buildID { continue }
-            if candidate.contentCRC == link.crc { return candidate }
+        return fetchedDebugImage(for: image, modulePath: modulePath, cache: cache)
+    }
+
+    /// Last resort, as in eu-stack: the debuginfod servers. A file whose build-id differs
+    /// (a server serving garbage) is never used.
+    func fetchedDebugImage(for image: ElfImage, modulePath: String, cache: ElfImageCache) -> ElfImage? {
+        guard let buildID = image.buildID,
+              let candidate = fetchedDebugImage(buildID: buildID, modulePath: modulePath, cache: cache),
+              candidate !== image
+        else { return nil }
+        return candidate
+    }
+
+    public func fetchedDebugImage(buildID: String, modulePath: String, cache: ElfImageCache) -> ElfImage? {
+        guard debuginfod != .off, client.enabled else { return nil }
+        let outcome: Debuginfod.Outcome?
+        switch debuginfod {
+        case .off: return nil
+        case .wait:
+            outcome = client.fetch(buildID, module: modulePath.split(separator: "/").last.map(String.init) ?? modulePath)
+        case .background:
+            outcome = client.outcome(buildID)
+            if outcome == nil { client.prefetch(buildID) }
         }
-        return nil
+        guard case .fetched(let path)? = outcome,
+              let candidate = cache.image(atPath: path, displayPath: path), candidate.buildID == buildID
+        else { return nil }
+        return candidate
     }
 
     func buildIDCandidates(_ buildID: String) -> [String] {

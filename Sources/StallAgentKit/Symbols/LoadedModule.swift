@@ -9,12 +9,16 @@ public final class LoadedModule {
     public let textStart: UInt64
     public let textEnd: UInt64
 
-    public var name: String { path.split(separator: "/").last.map(String.init) ?? path }
+    /// The name the process was started by, when that is a symlink to `path`.
+    public let alias: String?
+
+    public var name: String { alias ?? path.split(separator: "/").last.map(String.init) ?? path }
     public var start: UInt64 { mappings.first?.start ?? 0 }
     public var end: UInt64 { mappings.last?.end ?? 0 }
 
-    init(path: String, mappings: [MemoryMapEntry], image: ElfImage?) {
+    init(path: String, mappings: [MemoryMapEntry], image: ElfImage?, alias: String? = nil) {
         self.path = path
+        self.alias = alias
         self.mappings = mappings
         self.image = image
         var bias: UInt64 = 0

@@ -11,8 +11,8 @@ public final class OfflineSymbolicator {
     private let cache: ElfImageCache
     private var resolved: [String: ModuleSymbols?] = [:]
 
-    public init(debugDirectories: [String], cache: ElfImageCache = ElfImageCache()) {
-        locator = DebugFileLocator(root: "", extraDirectories: debugDirectories)
+    public init(debugDirectories: [String], cache: ElfImageCache = ElfImageCache(), debuginfod: DebuginfodUse = .off) {
+        locator = DebugFileLocator(root: "", extraDirectories: debugDirectories, debuginfod: debuginfod)
         self.cache = cache
     }
 
@@ -26,6 +26,9 @@ public final class OfflineSymbolicator {
         } else if let debug = locator.buildIDCandidates(buildID).lazy
             .compactMap({ self.cache.image(atPath: $0, displayPath: $0) }).first(where: { $0.buildID == buildID })
         {
+            result = locator.symbols(for: debug, modulePath: debug.path, cache: cache)
+        } else if let debug = locator.fetchedDebugImage(buildID: buildID, modulePath: modulePath ?? buildID, cache: cache) {
+            // Neither the module nor its debug file is on this machine: the server's is.
             result = locator.symbols(for: debug, modulePath: debug.path, cache: cache)
         }
         resolved[key] = result

@@ -45,6 +45,7 @@ public final class ProcessModules {
             }
         }
         var modules: [LoadedModule] = []
+        let executable = try? ProcFS.readLink("/proc/\(pid)/exe", pid: pid)
         for (path, mappings) in clusters where mappings.contains(where: \.executable) || path == "[vdso]" {
             let image: ElfImage?
             if path == "[vdso]" {
@@ -53,7 +54,8 @@ public final class ProcessModules {
                 let cleanPath = path.hasSuffix(" (deleted)") ? String(path.dropLast(10)) : path
                 image = cache.image(atPath: "/proc/\(pid)/root" + cleanPath, displayPath: cleanPath)
             }
-            modules.append(LoadedModule(path: path, mappings: mappings, image: image))
+            let alias = path == executable ? ExecutableAlias.name(pid: pid, mappedPath: path) : nil
+            modules.append(LoadedModule(path: path, mappings: mappings, image: image, alias: alias))
         }
         self.modules = modules.sorted { $0.start < $1.start }
         var ranges: [(start: UInt64, end: UInt64, module: Int)] = []

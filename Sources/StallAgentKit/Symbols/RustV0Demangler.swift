@@ -243,15 +243,16 @@ extension RustDemangler {
             switch tag {
             case UInt8(ascii: "R"), UInt8(ascii: "Q"):
                 position += 1
-                try print(tag == UInt8(ascii: "R") ? "&" : "&mut ")
+                try print("&")
                 if eat("L") {
-                    // Erased (0) lifetimes are not printed.
+                    // Erased (0) lifetimes are not printed; a named one goes before `mut`.
                     let index = try base62()
                     if index != 0 {
                         try lifetime(index)
                         try print(" ")
                     }
                 }
+                if tag == UInt8(ascii: "Q") { try print("mut ") }
                 try type()
             case UInt8(ascii: "P"), UInt8(ascii: "O"):
                 position += 1
@@ -342,6 +343,14 @@ extension RustDemangler {
         /// Prints a path in type position; returns true if it left a `<…` open (generic
         /// arguments) so associated bindings can be appended.
         mutating func pathMaybeOpenGenerics() throws -> Bool {
+            // A backreference to a generic path (`dyn FnMut<(…), Output = ()>` mentioned
+            // twice) must leave its `<…` open just like the path it points at.
+            if peek() == UInt8(ascii: "B") {
+                position += 1
+                var opened = false
+                try backref { opened = try $0.pathMaybeOpenGenerics() }
+                return opened
+            }
             if peek() == UInt8(ascii: "I") {
                 position += 1
                 try path(inValue: false)

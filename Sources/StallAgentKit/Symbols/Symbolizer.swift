@@ -15,10 +15,30 @@ public final class Symbolizer {
 
     /// `debugDirectories` are searched (on this machine) before the target's own
     /// `/usr/lib/debug`, which is read through `/proc/PID/root`.
-    public init(modules: ProcessModules, debugDirectories: [String] = [], imageCache: ElfImageCache = .shared) {
+    /// Debug files downloaded so far: names cached before a download may lack its names.
+    private var debuginfodGeneration = 0
+
+    public init(
+        modules: ProcessModules, debugDirectories: [String] = [], imageCache: ElfImageCache = .shared,
+        debuginfod: DebuginfodUse = .off
+    ) {
         self.modules = modules
         self.imageCache = imageCache
-        locator = DebugFileLocator(root: "/proc/\(modules.pid)/root", extraDirectories: debugDirectories)
+        locator = DebugFileLocator(
+            root: "/proc/\(modules.pid)/root", extraDirectories: debugDirectories, debuginfod: debuginfod)
+    }
+
+    /// True (once) when a debug file arrived from debuginfod since the last call: cached
+    /// names are dropped so the next lookups use it.
+    @discardableResult
+    public func refreshAfterDownloads() -> Bool {
+        guard locator.debuginfod == .background else { return false }
+        let current = locator.client.generation
+        guard current != debuginfodGeneration else { return false }
+        debuginfodGeneration = current
+        cache = [:]
+        moduleSymbols = [:]
+        return true
     }
 
     public func update(modules: ProcessModules) {
@@ -29,6 +49,7 @@ public final class Symbolizer {
     }
 
     public func symbolize(_ stack: UnwoundStack) -> [SymbolizedFrame] {
+        refreshAfterDownloads()
         symbolizingStack = true
         defer {
             symbolizingStack = false

@@ -126,4 +126,27 @@ struct StallReportTests {
         #expect(report.stallFrame?.function == "__futex_abstimed_wait_common")
         #expect(report.culpritFrame?.function == "lock_contention")
     }
+
+    /// Node with --perf-basic-prof: `Date.now()` inside the script's busy loop must not make
+    /// V8's clock the culprit; a native addon called by the script stays the culprit.
+    @Test func culpritIsTheScriptFunctionNotTheRuntimeServingIt() {
+        func frame(_ function: String?, _ module: String?) -> SymbolizedFrame {
+            SymbolizedFrame(
+                index: 0, address: 0x1000, stackPointer: 0, module: module, modulePath: nil, buildId: nil,
+                moduleOffset: nil, function: function, functionOffset: nil, approximate: false)
+        }
+        let runtime = [
+            frame("clock_gettime", "libc.so.6"), frame("v8::base::Time::Now()", "node"),
+            frame("Builtins_CallApiCallback", "node"), frame("LazyCompile:*burnCpu /srv/app.js:3", nil),
+            frame("Builtins_JSEntry", "node"), frame("node::Start(int, char**)", "node"), frame("main", "node"),
+        ]
+        #expect(StallReport.culprit(in: runtime)?.function == "LazyCompile:*burnCpu /srv/app.js:3")
+        let addon = [
+            frame("hash_block", "addon.node"), frame("Builtins_CallApiCallback", "node"),
+            frame("LazyCompile:*handler /srv/app.js:9", nil), frame("main", "node"),
+        ]
+        #expect(StallReport.culprit(in: addon)?.function == "hash_block")
+        let native = [frame("nanosleep", "libc.so.6"), frame("work", "app"), frame("main", "app")]
+        #expect(StallReport.culprit(in: native)?.function == "work")
+    }
 }

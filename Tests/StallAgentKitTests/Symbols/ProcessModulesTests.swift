@@ -28,4 +28,28 @@ import Glibc
         #expect(modules.module(containing: 0x7fadde300000) == nil)
         #expect(module.image?.symbol(forVirtualAddress: module.moduleOffset(of: 0x7fade0c50000)) != nil)
     }
+
+    /// Debian's redis-server is a symlink to redis-check-rdb; frames must carry the name the
+    /// user ran, while the path (for reading symbols) stays the mapped file.
+    @Test func executableStartedThroughASymlinkIsNamedByTheLink() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("alias-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let real = directory.appendingPathComponent("fixture-real")
+        try FileManager.default.copyItem(at: FixtureProcess.executableURL, to: real)
+        let link = directory.appendingPathComponent("my-server")
+        try FileManager.default.createSymbolicLink(atPath: link.path, withDestinationPath: "fixture-real")
+        let process = try FixtureProcess(["idle"], executable: link)
+        defer { process.stop() }
+        let modules = try ProcessModules(pid: process.pid)
+        let main = try #require(modules.modules.first { $0.path == real.path })
+        #expect(main.name == "my-server")
+        #expect(modules.modules.filter { $0.path != real.path }.allSatisfy { $0.alias == nil })
+
+        // A file merely named like the process, but not a link to it, is not an alias.
+        let direct = try FixtureProcess(["idle"], executable: real)
+        defer { direct.stop() }
+        let plain = try #require(try ProcessModules(pid: direct.pid).modules.first { $0.path == real.path })
+        #expect(plain.name == "fixture-real")
+    }
 }

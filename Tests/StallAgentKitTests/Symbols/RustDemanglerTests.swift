@@ -32,6 +32,8 @@ import Testing
         ("_RINvNtC3std3mem8align_ofjE", "std::mem::align_of::<usize>"),
         ("_RINvNtC3std3mem8align_ofFUKCRL_mEuE", "std::mem::align_of::<unsafe extern \"C\" fn(&u32)>"),
         ("_RINvCs1_3foo3barKj2a_E", "foo::bar::<42>"),
+        // A named lifetime goes between `&` and `mut`, as rustc and c++filt print it.
+        ("_RINvNtC3std3mem8align_ofFG0_QL0_mEuE", "std::mem::align_of::<for<'a, 'b> fn(&'b mut u32)>"),
     ]
 
     @Test func knownPairs() {
