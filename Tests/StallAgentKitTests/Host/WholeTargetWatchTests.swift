@@ -88,9 +88,11 @@ extension HostAgentIntegrationTests {
         #expect(waitForText(stderrPath, "in stall-fixtures[\(first.pid)] detected", timeout: 30))
         #expect(waitForText(stderrPath, "in stall-fixtures[\(second.pid)] detected", timeout: 30))
 
-        // The unit stops: its processes exit and its cgroup goes.
-        for fixture in [first, second, master] { fixture.stop() }
+        // The cgroup vanishes under the agent (here first, so no state between is seen), then
+        // the processes it watched exit.
         try FileManager.default.removeItem(atPath: unitDir)
+        usleep(300_000)
+        for fixture in [first, second, master] { fixture.stop() }
         #expect(waitForText(stderrPath, "web.service: no process left; waiting for the next one"))
         let noCgroup = "unit web.service is not running (it has no cgroup)"
         let deadline = Date().addingTimeInterval(20)
