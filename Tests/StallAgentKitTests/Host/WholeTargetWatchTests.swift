@@ -52,6 +52,11 @@ extension HostAgentIntegrationTests {
         #expect(!reports.contains { $0.contains("_\(family.pid)_") }, "\(reports)")
         #expect(reports.count == 2, "\(reports)")
         #expect(stderr.contains("watched sh [\(family.pid)]"), "\(stderr)")
+        // Each scope option goes with its own target kind: usage errors, exit 64.
+        for arguments in [["--unit", "a", "--follow-children"], ["--pid", "1", "--main-process-only"], ["--pidfile", "/x", "--follow-children"]] {
+            let refused = try runCommand(self.agent, arguments)
+            #expect(refused.status == 64 && refused.stderr.contains("goes with"), "\(arguments): \(refused.stderr)")
+        }
     }
 
     /// `--unit`: the unit's every process, found in a (fake) cgroup tree — master and workers,
