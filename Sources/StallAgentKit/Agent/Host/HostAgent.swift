@@ -30,6 +30,7 @@ public final class HostAgent {
         var refused: [Int32: Double] = [:]
         var loggedRefusals: Set<String> = []
         var saidMainOnly = false
+        let family = ProcessFamily()
 
         init(spec: TargetSpec, options: MonitorOptions, book: StallFingerprintBook) {
             self.spec = spec
@@ -240,7 +241,7 @@ public final class HostAgent {
                 }
             }
             // A cgroup that cannot be read has gone with its unit; the next look says why.
-            guard let cgroup = slot.cgroup, let pids = ProcessFamily.cgroupProcesses(cgroup, recursive: wide) else {
+            guard let cgroup = slot.cgroup, let pids = slot.family.cgroupProcesses(cgroup, recursive: wide) else {
                 slot.cgroup = nil
                 if slot.monitors.isEmpty { slot.nextAttempt = now }
                 return
@@ -251,7 +252,7 @@ public final class HostAgent {
             }
         case .pid, .pidfile:
             for monitor in slot.monitors {
-                candidates += ProcessFamily.children(of: monitor.inspector.pid, allThreads: wide)
+                candidates += slot.family.children(of: monitor.inspector.pid, allThreads: wide)
             }
         }
         var watched = Set(slot.monitors.map { $0.inspector.pid })
@@ -329,6 +330,7 @@ public final class HostAgent {
         metrics?.forget(target: slot.spec.label, monitorKey: String(monitor.inspector.pid))
         slot.monitors.removeAll { $0 === monitor }
         slot.refused[monitor.inspector.pid] = nil
+        slot.family.forget(pid: monitor.inspector.pid)
         metrics?.setTargetUp(slot.spec.label, !slot.monitors.isEmpty)
         log(summary.render())
         if summary.targetExited, slot.spec.watchesAllProcesses {
