@@ -33,6 +33,8 @@ public struct MonitorOptions: Sendable {
     /// where the stall is in the child. A wrapped test run keeps it off, so a shell that hangs
     /// on a hung child is still reported.
     public var childWaitsAreParking = false
+    /// The unit the watched process belongs to, named in its reports.
+    public var unit: String?
 
     public init() {}
 }

@@ -136,7 +136,7 @@ public final class StallMonitor {
             .map { $0.split(separator: 0).map { String(decoding: $0, as: UTF8.self) } }
         processInfo = ReportProcessInfo(
             pid: inspector.pid, name: inspector.name, path: inspector.executablePath,
-            buildId: inspector.mainModule?.image?.buildID, commandLine: commandLine)
+            buildId: inspector.mainModule?.image?.buildID, commandLine: commandLine, unit: options.unit)
         threadInfo = ReportThreadInfo(tid: inspector.pid, name: inspector.threadName(inspector.pid) ?? inspector.name)
         var host = [CChar](repeating: 0, count: 256)
         gethostname(&host, host.count - 1)

@@ -123,6 +123,14 @@ extension HostAgentIntegrationTests {
             #expect(reports.contains { $0.hasPrefix("stall-fixtures_\(pid)_") }, "\(reports)")
         }
         #expect(!reports.contains { $0.contains("_\(master.pid)_") }, "\(reports)")
+        // The report names the unit beside the process.
+        if let name = reports.first(where: { $0.hasPrefix("stall-fixtures_\(first.pid)_") }) {
+            let data = try #require(FileManager.default.contents(atPath: dir + "/reports/web.service/" + name))
+            let report = try JSONDecoder().decode(StallReport.self, from: data)
+            #expect(report.process.unit == "web.service" && report.process.pid == first.pid)
+            let text = try String(contentsOfFile: dir + "/reports/web.service/" + name.replacingOccurrences(of: ".json", with: ".txt"), encoding: .utf8)
+            #expect(text.contains(StallReportTextRenderer.field("Unit:", "web.service") + "\n"), "\(text)")
+        }
     }
 
     static var hasNginxWithPerl: Bool {

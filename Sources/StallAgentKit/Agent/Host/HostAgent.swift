@@ -112,6 +112,7 @@ public final class HostAgent {
             labels.insert(spec.label)
             var options = spec.monitorOptions(base: configuration.monitor)
             options.childWaitsAreParking = spec.watchesAllProcesses
+            options.unit = spec.unitName
             // Each unit's reports apart: retention then counts per unit, and one busy unit
             // cannot push another's reports out.
             if let unit = spec.unitName {
