@@ -92,24 +92,38 @@ struct Watch: ParsableCommand {
             stacks) for every stall longer than the threshold: written when the stall is \
             detected, updated while it lasts, finalised when the thread is idle again.
 
-            Targets: --pid watches a process until it exits (repeatable). --unit and --pidfile follow a \
-            service across restarts: when its main process exits the agent waits for the next \
-            one and attaches to it; a unit that is not running is waited for. --config FILE \
-            watches every target listed in a YAML file (see /etc/stallagent/stallagent.yaml.example).
+            Targets: --pid watches a process until it exits (repeatable); with --follow-children \
+            also every descendant it has or forks later. --unit watches a systemd unit as a whole: \
+            the main thread of every process in the unit's cgroup (a forking server's master and \
+            each of its workers), attaching to new processes within a probe round and letting go \
+            of exited ones; each stalled process gets its own reports, named by process and pid, \
+            in DIR/UNIT/. A master or supervisor that only waits for signals or for its children \
+            reports nothing. --main-process-only watches the unit's main process alone. --unit \
+            and --pidfile follow a service across restarts; a unit that is not running, not \
+            found, or has no processes is said once per reason and looked for again every \
+            --retry-interval. --config FILE watches every target listed in a YAML file (see \
+            /etc/stallagent/stallagent.yaml.example).
 
             Under systemd (Type=notify) it sends READY=1, STATUS= and WATCHDOG=1 pings from the \
             monitor loop; when stderr is the journal, stalls are logged as structured journal \
             entries (STALLAGENT_* fields). Ends after --duration, when every --pid target has \
             exited, or on Ctrl-C / SIGTERM (open reports are finalised first).
             Examples: stallagent --pid 1234 --threshold 500ms
+                      stallagent --pid "$(cat /run/nginx.pid)" --follow-children
                       stallagent --unit nginx.service --metrics-file /var/lib/prometheus/node-exporter/stallagent.prom
             """)
 
     @Option(help: "A process to watch until it exits; repeat it to watch several (--pid 1234 --pid 1240).")
     var pid: [Int32] = []
 
-    @Option(help: ArgumentHelp("A systemd unit whose main process to watch, across restarts (e.g. nginx.service).", valueName: "name"))
+    @Flag(help: "With --pid: also watch every descendant of the process, those it forks later included (a forking server's workers).")
+    var followChildren = false
+
+    @Option(help: ArgumentHelp("A systemd unit to watch, every process of it, across restarts (e.g. nginx.service).", valueName: "name"))
     var unit: String?
+
+    @Flag(help: "With --unit: watch only the unit's main process, not its workers.")
+    var mainProcessOnly = false
 
     @Option(help: ArgumentHelp("A file holding the pid to watch; re-read when that process exits.", valueName: "file"))
     var pidfile: String?
@@ -163,8 +177,9 @@ struct Watch: ParsableCommand {
         let systemdState = SystemdDirectories(environment: environment).stateDirectory
         let targetFlags = [pid.isEmpty ? nil : "--pid", unit.map { _ in "--unit" }, pidfile.map { _ in "--pidfile" }].compactMap { $0 }
         if let config {
-            guard targetFlags.isEmpty else {
-                throw ValidationError("--config lists the targets itself; drop \(targetFlags.joined(separator: ", "))")
+            let scopeFlags = [followChildren ? "--follow-children" : nil, mainProcessOnly ? "--main-process-only" : nil].compactMap { $0 }
+            guard targetFlags.isEmpty, scopeFlags.isEmpty else {
+                throw ValidationError("--config lists the targets itself; drop \((targetFlags + scopeFlags).joined(separator: ", ")) (a target's 'processes: all|main' chooses what is watched)")
             }
             var configuration = try AgentConfiguration.load(path: config)
             if configuration.stateDirectory == nil { configuration.stateDirectory = stateDir ?? systemdState }
@@ -181,6 +196,12 @@ struct Watch: ParsableCommand {
                 ? "nothing to watch: give --pid PID, --unit NAME, --pidfile FILE or --config FILE"
                 : "give one of \(targetFlags.joined(separator: ", ")) (several targets need --config)")
         }
+        if followChildren, pid.isEmpty {
+            throw ValidationError("--follow-children goes with --pid (a --unit is watched as a whole already)")
+        }
+        if mainProcessOnly, unit == nil {
+            throw ValidationError("--main-process-only goes with --unit")
+        }
         var configuration = AgentConfiguration()
         configuration.monitor = try watch.monitorOptions()
         if watch.reportDir == nil, let state = systemdState {
@@ -193,10 +214,16 @@ struct Watch: ParsableCommand {
             if pids.count > 1, name != nil {
                 throw ValidationError("--name names one target; several --pid targets are named by their processes (or use --config)")
             }
-            configuration.targets = pids.map { TargetSpec(selector: .pid($0), name: name) }
+            configuration.targets = pids.map {
+                var target = TargetSpec(selector: .pid($0), name: name)
+                target.processes = followChildren ? .all : nil
+                return target
+            }
         } else if let unit {
             guard TargetSpec.isValidUnitName(unit) else { throw ValidationError("--unit: '\(unit)' is not a unit name (e.g. nginx.service)") }
-            configuration.targets = [TargetSpec(selector: .unit(TargetSpec.normalizedUnitName(unit)), name: name)]
+            var target = TargetSpec(selector: .unit(TargetSpec.normalizedUnitName(unit)), name: name)
+            target.processes = mainProcessOnly ? .main : nil
+            configuration.targets = [target]
         } else {
             configuration.targets = [TargetSpec(selector: .pidfile(pidfile!), name: name)]
         }

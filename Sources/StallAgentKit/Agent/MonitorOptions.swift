@@ -28,6 +28,13 @@ public struct MonitorOptions: Sendable {
     /// A stall fingerprint already reported less than this long ago (wall clock, survives
     /// restarts with the fingerprint state) gets no new report; 0 turns the limit off.
     public var minimumReportInterval = 0.0
+    /// A process with no event loop that waits for a child (wait4, waitid) is parked, not
+    /// blocked: set when its children are watched themselves (a unit or `--follow-children`),
+    /// where the stall is in the child. A wrapped test run keeps it off, so a shell that hangs
+    /// on a hung child is still reported.
+    public var childWaitsAreParking = false
+    /// The unit the watched process belongs to, named in its reports.
+    public var unit: String?
 
     public init() {}
 }

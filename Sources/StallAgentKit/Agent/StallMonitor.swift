@@ -14,7 +14,8 @@ public final class StallMonitor {
     public let writer: ReportWriter
     private var detector: StallDetector
     /// Per-fingerprint occurrence counts; the host agent persists them across restarts.
-    public private(set) var fingerprints: StallFingerprintBook
+    /// The host agent shares one book among the processes of a unit (workers stall alike).
+    public internal(set) var fingerprints: StallFingerprintBook
     /// When set, stall lines go here (as structured events) instead of to `log`: the host
     /// agent sends them to the journal and counts them in the metrics.
     public var stallEvents: ((StallMonitorEvent) -> Void)?
@@ -94,6 +95,7 @@ public final class StallMonitor {
     /// Syscalls a process parks in when it has no event loop (nginx's master, supervisors):
     /// idle until a loop wait is known, then ordinary blocking calls.
     static let parkingSyscalls: Set<Int> = [130, 128, 34]  // rt_sigsuspend, rt_sigtimedwait, pause
+    static let childWaitSyscalls: Set<Int> = [61, 247]  // wait4, waitid
     private var busyFrameCache: (syscall: ProcSyscallInfo, busy: Bool)?
 
     // The last classification and the /proc state it was made for.
@@ -135,7 +137,7 @@ public final class StallMonitor {
             .map { $0.split(separator: 0).map { String(decoding: $0, as: UTF8.self) } }
         processInfo = ReportProcessInfo(
             pid: inspector.pid, name: inspector.name, path: inspector.executablePath,
-            buildId: inspector.mainModule?.image?.buildID, commandLine: commandLine)
+            buildId: inspector.mainModule?.image?.buildID, commandLine: commandLine, unit: options.unit)
         threadInfo = ReportThreadInfo(tid: inspector.pid, name: inspector.threadName(inspector.pid) ?? inspector.name)
         var host = [CChar](repeating: 0, count: 256)
         gethostname(&host, host.count - 1)
@@ -373,7 +375,9 @@ public final class StallMonitor {
         if activity == .idle, waitVerdict == .nested {
             activity = lastWaitSite.map { lockWaitSites.contains($0) } == true ? .lockWait : .blockedCall
         } else if activity == .blockedCall, let number = syscall?.syscallNumber,
-                  StallMonitor.parkingSyscalls.contains(number), !homeWaits.knowsLoop
+                  StallMonitor.parkingSyscalls.contains(number)
+                    || (options.childWaitsAreParking && StallMonitor.childWaitSyscalls.contains(number)),
+                  !homeWaits.knowsLoop
         {
             activity = .idle
         } else if activity == .running, ioHint {

@@ -9,17 +9,24 @@ public struct ReportProcessInfo: Codable, Sendable, Equatable {
     public var buildId: String?
     /// argv, when it could be read.
     public var commandLine: [String]?
+    /// The systemd unit watched as a whole that the process belongs to, when it was found
+    /// through one (`--unit`, `unit:` in the config file).
+    public var unit: String?
 
-    public init(pid: Int32, name: String, path: String? = nil, buildId: String? = nil, commandLine: [String]? = nil) {
+    public init(
+        pid: Int32, name: String, path: String? = nil, buildId: String? = nil, commandLine: [String]? = nil,
+        unit: String? = nil
+    ) {
         self.pid = pid
         self.name = name
         self.path = path
         self.buildId = buildId
         self.commandLine = commandLine
+        self.unit = unit
     }
 
     private enum CodingKeys: String, CodingKey {
-        case pid, name, path, buildId, commandLine
+        case pid, name, path, buildId, commandLine, unit
     }
 
     // Unknown values are written as null rather than left out, so every report has the same
@@ -31,6 +38,7 @@ public struct ReportProcessInfo: Codable, Sendable, Equatable {
         try c.encode(path, forKey: .path)
         try c.encode(buildId, forKey: .buildId)
         try c.encode(commandLine, forKey: .commandLine)
+        try c.encode(unit, forKey: .unit)
     }
 
     public init(from decoder: any Decoder) throws {
@@ -40,5 +48,6 @@ public struct ReportProcessInfo: Codable, Sendable, Equatable {
         path = try c.decodeIfPresent(String.self, forKey: .path)
         buildId = try c.decodeIfPresent(String.self, forKey: .buildId)
         commandLine = try c.decodeIfPresent([String].self, forKey: .commandLine)
+        unit = try c.decodeIfPresent(String.self, forKey: .unit)
     }
 }

@@ -36,6 +36,7 @@ public enum StallReportTextRenderer {
     private static func header(_ r: StallReport) -> [String] {
         var out: [String] = []
         out.append(field("Process:", "\(r.process.name) [\(r.process.pid)]"))
+        if let unit = r.process.unit { out.append(field("Unit:", unit)) }
         out.append(field("Path:", r.process.path ?? "unknown"))
         out.append(field("Build ID:", r.process.buildId ?? "unknown"))
         if let argv = r.process.commandLine, !argv.isEmpty {

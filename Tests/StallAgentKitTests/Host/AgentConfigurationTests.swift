@@ -23,6 +23,16 @@ import Testing
         #expect(options.threshold == 0.25 && options.launchThreshold == 10)
     }
 
+    /// A unit is watched as a whole unless it says `processes: main`; a pid only with `all`.
+    @Test func processesSelectWhatIsWatched() throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("processes-\(UUID().uuidString).yaml").path
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        try "targets:\n  - unit: a\n  - unit: b\n    processes: main\n  - pid: 7\n  - pid: 8\n    processes: all\n"
+            .write(toFile: path, atomically: true, encoding: .utf8)
+        let targets = try AgentConfiguration.load(path: path).targets
+        #expect(targets.map(\.watchesAllProcesses) == [true, false, false, true])
+    }
+
     /// Every mistake names its file and line.
     @Test(arguments: [
         ("threshold: 1s\ntargets:\n  - unit: a.service\n    treshold: 2s\n", 4, "unknown target setting 'treshold'"),
@@ -38,6 +48,8 @@ import Testing
         ("threshold: 1s\ntargets: [\n", 3, "not valid YAML"),
         ("threshold: 1s\n", 1, "no 'targets:' list"),
         ("loop-turns: sometimes\ntargets:\n  - pid: 1\n", 1, "not one of auto, kernel-counter, stack-rule"),
+        ("targets:\n  - unit: a\n    processes: some\n", 3, "'processes': 'some' is not one of all, main"),
+        ("targets:\n  - pidfile: /run/a.pid\n    processes: all\n", 2, "not a pidfile"),
     ] as [(String, Int, String)])
     func mistakesNameTheirLine(text: String, line: Int, message: String) {
         do {

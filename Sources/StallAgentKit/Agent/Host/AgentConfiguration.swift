@@ -37,7 +37,7 @@ public struct AgentConfiguration: Sendable {
     ]
     static let targetKeys: Set<String> = [
         "pid", "pidfile", "unit", "name", "threshold", "launch-threshold", "kill-after", "idle-syscalls",
-        "idle-frames", "busy-frames",
+        "idle-frames", "busy-frames", "processes",
     ]
     static let retentionKeys: Set<String> = ["max-reports", "max-bytes", "max-age"]
 
@@ -195,11 +195,20 @@ public struct AgentConfiguration: Sendable {
                 case "idle-syscalls": target.extraIdleSyscalls = try syscalls(value, key)
                 case "idle-frames": target.idleFramePatterns = try list(value, key).map(\.0)
                 case "busy-frames": target.busyFramePatterns = try list(value, key).map(\.0)
+                case "processes":
+                    let text = try string(value, key)
+                    guard let processes = TargetSpec.Processes(rawValue: text) else {
+                        throw fail(value, "'processes': '\(text)' is not one of all, main")
+                    }
+                    target.processes = processes
                 default: break
                 }
             }
             guard let selector else { throw fail(item, "a target needs one of 'unit', 'pidfile' or 'pid'") }
             target.selector = selector
+            if case .pidfile = selector, target.processes == .all {
+                throw fail(item, "'processes: all' applies to a unit or a pid, not a pidfile")
+            }
             if configuration.targets.contains(where: { $0.label == target.label }) {
                 throw fail(item, "two targets are both named '\(target.label)'; give one a 'name:'")
             }

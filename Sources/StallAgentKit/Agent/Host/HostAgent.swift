@@ -4,8 +4,9 @@ import Foundation
 import Glibc
 #endif
 
-/// The long-running agent: watches every configured target, attaches to a target's new main
-/// process when it restarts, and reports into the places operators look — the journal (when
+/// The long-running agent: watches every configured target — a unit's every process by
+/// default, attaching to new workers as they appear and letting go of exited ones — follows a
+/// target across restarts, and reports into the places operators look — the journal (when
 /// stderr is the journal), Prometheus metrics, systemd's notify socket — while keeping the
 /// report directory within its retention limits. One thread steps every monitor, as the
 /// command wrapper does, because ptrace belongs to the thread that attached.
@@ -13,8 +14,8 @@ public final class HostAgent {
     final class Slot {
         let spec: TargetSpec
         let options: MonitorOptions
-        var monitor: StallMonitor?
-        var lastPid: Int32?
+        /// The watched processes of the target, in attach order (its main process first).
+        var monitors: [StallMonitor] = []
         var nextAttempt = 0.0
         var lastWaitMessage: String?
         var book: StallFingerprintBook
@@ -22,6 +23,14 @@ public final class HostAgent {
         /// A pid target whose process is gone: nothing more to do.
         var done = false
         var stalls = 0
+        /// Watching a whole target: the unit's cgroup while it has one, when the wider scans
+        /// run next, processes that could not be watched (until when), refusals already logged.
+        var cgroup: String?
+        var nextFullScan = 0.0
+        var refused: [Int32: Double] = [:]
+        var loggedRefusals: Set<String> = []
+        var saidMainOnly = false
+        let family = ProcessFamily()
 
         init(spec: TargetSpec, options: MonitorOptions, book: StallFingerprintBook) {
             self.spec = spec
@@ -102,6 +111,8 @@ public final class HostAgent {
             }
             labels.insert(spec.label)
             var options = spec.monitorOptions(base: configuration.monitor)
+            options.childWaitsAreParking = spec.watchesAllProcesses
+            options.unit = spec.unitName
             // Each unit's reports apart: retention then counts per unit, and one busy unit
             // cannot push another's reports out.
             if let unit = spec.unitName {
@@ -147,9 +158,13 @@ public final class HostAgent {
             }
             if let duration, now - start >= duration { break }
             for slot in slots {
-                if let monitor = slot.monitor {
-                    if !monitor.step(at: now) { detach(slot, at: now) }
-                } else if !slot.done, now >= slot.nextAttempt {
+                for monitor in slot.monitors {
+                    if !monitor.step(at: now) { detach(slot, monitor, at: now) }
+                }
+                if slot.done || fatal != nil { continue }
+                if slot.spec.watchesAllProcesses {
+                    watchFamily(slot, at: now)
+                } else if slot.monitors.isEmpty, now >= slot.nextAttempt {
                     tryAttach(slot, at: now)
                 }
             }
@@ -164,9 +179,10 @@ public final class HostAgent {
         notifier.stopping()
         let now = MonotonicTime.seconds()
         for slot in slots {
-            guard let monitor = slot.monitor else { continue }
-            monitor.stop(at: now)
-            detach(slot, at: now, stoppedBy: stoppedBy)
+            for monitor in slot.monitors {
+                monitor.stop(at: now)
+                detach(slot, monitor, at: now, stoppedBy: stoppedBy)
+            }
         }
         housekeeping(at: .infinity)
         listener?.stop()
@@ -193,6 +209,87 @@ public final class HostAgent {
         }
     }
 
+    /// A target watched as a whole: every probe round, looks for processes not yet watched —
+    /// in the unit's cgroup, or among the children of the processes watched — and attaches to
+    /// them. Exited ones are let go by `detach` as their monitors see them gone.
+    private func watchFamily(_ slot: Slot, at now: Double) {
+        if slot.monitors.isEmpty, now < slot.nextAttempt { return }
+        let wide = now >= slot.nextFullScan || slot.monitors.isEmpty
+        if wide {
+            slot.nextFullScan = now + ProcessFamily.fullScanInterval
+            slot.refused = slot.refused.filter { $0.value > now }
+        }
+        var candidates: [Int32] = []
+        switch slot.spec.selector {
+        case .unit(let unit):
+            if slot.cgroup == nil {
+                // Searching the cgroup tree is the costly part: once a second at most.
+                guard wide else { return }
+                switch resolver.locateUnit(unit) {
+                case .noHierarchy:
+                    // Only systemctl can name the unit's process: its main one.
+                    if slot.monitors.isEmpty { tryAttach(slot, at: now) }
+                    if !slot.monitors.isEmpty, !slot.saidMainOnly {
+                        slot.saidMainOnly = true
+                        log("stallagent: \(slot.spec.label): no cgroup hierarchy is readable; watching the unit's main process only")
+                    }
+                    return
+                case .absent(let why):
+                    if slot.monitors.isEmpty { waitMessage(slot, why, at: now) }
+                    return
+                case .cgroup(let path):
+                    slot.cgroup = path
+                }
+            }
+            // A cgroup that cannot be read has gone with its unit; the next look says why.
+            guard let cgroup = slot.cgroup, let pids = slot.family.cgroupProcesses(cgroup, recursive: wide) else {
+                slot.cgroup = nil
+                if slot.monitors.isEmpty { slot.nextAttempt = now }
+                return
+            }
+            candidates = pids
+            if slot.monitors.isEmpty, let main = UnitCgroups.mainProcess(of: UnitCgroups.members(of: cgroup)) {
+                candidates.insert(main, at: 0)
+            }
+        case .pid, .pidfile:
+            for monitor in slot.monitors {
+                candidates += slot.family.children(of: monitor.inspector.pid, allThreads: wide)
+            }
+        }
+        var watched = Set(slot.monitors.map { $0.inspector.pid })
+        let own = getpid()
+        var unwatchable = false
+        for pid in candidates where pid != own && !watched.contains(pid) {
+            if slot.refused[pid] != nil {
+                unwatchable = true
+                continue
+            }
+            guard TargetResolver.isLiveProcess(pid) else { continue }
+            watched.insert(pid)
+            do {
+                try attach(slot, pid: pid, at: now)
+            } catch {
+                if let fatal = ServiceCapabilities.serviceError(for: error, environment: environment) {
+                    self.fatal = fatal
+                    return
+                }
+                slot.refused[pid] = now + configuration.retryInterval
+                unwatchable = true
+                // Gone meanwhile is no news; anything else is said once per process and reason.
+                if TargetResolver.isLiveProcess(pid), slot.loggedRefusals.insert("\(pid) \(error)").inserted {
+                    log("stallagent: \(slot.spec.label): cannot watch process \(pid): \(error); trying again every \(Format.seconds(configuration.retryInterval))")
+                }
+            }
+        }
+        if slot.monitors.isEmpty, case .unit(let unit) = slot.spec.selector {
+            if unwatchable {
+                slot.nextAttempt = now + configuration.retryInterval
+            } else {
+                waitMessage(slot, TargetResolver.noProcesses(unit), at: now)
+            }
+        }
+    }
+
     /// Logs why a target is not watched — once per distinct reason, not once per retry — and
     /// backs off to the retry interval.
     private func waitMessage(_ slot: Slot, _ why: String, at now: Double) {
@@ -210,8 +307,7 @@ public final class HostAgent {
             self.handle(event, slot: slot, monitor: monitor)
         }
         monitor.begin(at: now)
-        slot.monitor = monitor
-        slot.lastPid = pid
+        slot.monitors.append(monitor)
         slot.lastWaitMessage = nil
         let origin: String
         switch slot.spec.selector {
@@ -225,8 +321,7 @@ public final class HostAgent {
         notifier.status(statusLine())
     }
 
-    private func detach(_ slot: Slot, at now: Double, stoppedBy: Int32? = nil) {
-        guard let monitor = slot.monitor else { return }
+    private func detach(_ slot: Slot, _ monitor: StallMonitor, at now: Double, stoppedBy: Int32? = nil) {
         var summary = monitor.end()
         summary.stoppedBySignal = stoppedBy
         slot.summaries.append(summary)
@@ -234,10 +329,22 @@ public final class HostAgent {
         saveBook(slot)
         updateMetrics(slot, monitor)
         metrics?.forget(target: slot.spec.label, monitorKey: String(monitor.inspector.pid))
-        metrics?.setTargetUp(slot.spec.label, false)
-        slot.monitor = nil
+        slot.monitors.removeAll { $0 === monitor }
+        slot.refused[monitor.inspector.pid] = nil
+        slot.family.forget(pid: monitor.inspector.pid)
+        metrics?.setTargetUp(slot.spec.label, !slot.monitors.isEmpty)
         log(summary.render())
-        if summary.targetExited {
+        if summary.targetExited, slot.spec.watchesAllProcesses {
+            // A worker that exits is let go; the target ends (or waits) when none is left.
+            if slot.monitors.isEmpty {
+                if slot.spec.followsRestarts {
+                    log("stallagent: \(slot.spec.label): no process left; waiting for the next one")
+                    slot.nextAttempt = now + min(0.2, configuration.retryInterval)
+                } else {
+                    slot.done = true
+                }
+            }
+        } else if summary.targetExited {
             if slot.spec.followsRestarts {
                 log("stallagent: \(slot.spec.label): \(summary.name) [\(summary.pid)] exited; waiting for its next main process")
                 slot.nextAttempt = now + min(0.2, configuration.retryInterval)
@@ -253,10 +360,11 @@ public final class HostAgent {
     private func handle(_ event: StallMonitorEvent, slot: Slot, monitor: StallMonitor) {
         switch event {
         case .detected(_, let path, let message):
-            slot.book = monitor.fingerprints
+            shareBook(slot, from: monitor)
             saveBook(slot)
             emit(event, slot: slot, monitor: monitor, text: "stallagent: " + message + (path.map { " → \($0)" } ?? ""))
         case .ended(let stall, _, let message):
+            shareBook(slot, from: monitor)
             slot.stalls += 1
             metrics?.recordStall(target: slot.spec.label, reason: stall.reason, duration: stall.duration)
             emit(event, slot: slot, monitor: monitor, text: message)
@@ -264,6 +372,13 @@ public final class HostAgent {
             nextRetention = 0
             nextMetricsWrite = 0
         }
+    }
+
+    /// The processes of one target share their fingerprint state: workers of one program stall
+    /// on the same stacks, and the rate limit and annealing hold for the target.
+    private func shareBook(_ slot: Slot, from monitor: StallMonitor) {
+        slot.book = monitor.fingerprints
+        for other in slot.monitors where other !== monitor { other.fingerprints = slot.book }
     }
 
     private func emit(_ event: StallMonitorEvent, slot: Slot, monitor: StallMonitor, text: String) {
@@ -282,7 +397,7 @@ public final class HostAgent {
 
     private func housekeeping(at now: Double) {
         if let metrics, now >= nextMetricsUpdate {
-            for slot in slots { if let monitor = slot.monitor { updateMetrics(slot, monitor) } }
+            for slot in slots { for monitor in slot.monitors { updateMetrics(slot, monitor) } }
             metrics.touch()
             nextMetricsUpdate = now == .infinity ? .infinity : now + 1
         }
@@ -299,7 +414,7 @@ public final class HostAgent {
         if !configuration.retention.isUnlimited, now >= nextRetention {
             // The limits hold per directory: each unit's, and the shared one of other targets.
             for directory in Set(slots.map(\.options.reportDirectory)).sorted() {
-                let open = Set(slots.filter { $0.options.reportDirectory == directory }.compactMap { $0.monitor?.openReportStem })
+                let open = Set(slots.filter { $0.options.reportDirectory == directory }.flatMap { $0.monitors.compactMap(\.openReportStem) })
                 let outcome = configuration.retention.apply(to: directory, protected: open)
                 if outcome.removedReports > 0 {
                     log("stallagent: retention: removed \(outcome.removedReports) old report(s) from \(directory), \(outcome.removedBytes) bytes; \(outcome.keptReports) kept")
@@ -322,7 +437,9 @@ public final class HostAgent {
     /// STATUS= for `systemctl status`: what is watched and how many stalls so far.
     func statusLine() -> String {
         let parts = slots.map { slot -> String in
-            if let monitor = slot.monitor { return "\(slot.spec.label) [\(monitor.inspector.pid)]" }
+            let pids = slot.monitors.map { String($0.inspector.pid) }
+            if pids.count > 4 { return "\(slot.spec.label) [\(pids.prefix(3).joined(separator: ", ")) and \(pids.count - 3) more]" }
+            if !pids.isEmpty { return "\(slot.spec.label) [\(pids.joined(separator: ", "))]" }
             return "\(slot.spec.label) (waiting)"
         }
         let stalls = slots.reduce(0) { $0 + $1.stalls }

@@ -53,15 +53,39 @@ public final class TargetResolver {
     }
 
     func resolveUnit(_ unit: String) -> Resolution {
-        guard !cgroups.hierarchies.isEmpty else { return resolveWithSystemctl(unit) }
+        switch locateUnit(unit) {
+        case .noHierarchy:
+            return resolveWithSystemctl(unit)
+        case .absent(let why):
+            return .notRunning(why)
+        case .cgroup(let cgroup):
+            guard let pid = UnitCgroups.mainProcess(of: UnitCgroups.members(of: cgroup)) else {
+                return .notRunning(Self.noProcesses(unit))
+            }
+            return .running(pid)
+        }
+    }
+
+    public enum UnitLocation: Equatable, Sendable {
+        case cgroup(String)
+        /// Not running or not defined, and why.
+        case absent(String)
+        /// No cgroup hierarchy is readable: only `systemctl show` can say.
+        case noHierarchy
+    }
+
+    /// The unit's cgroup directory, or why it has none.
+    public func locateUnit(_ unit: String) -> UnitLocation {
+        guard !cgroups.hierarchies.isEmpty else { return .noHierarchy }
         guard let cgroup = cgroups.locate(unit) else {
-            if !unitFileExists(unit) { return .notRunning("unit \(unit) not found (no unit file, no cgroup)") }
-            return .notRunning("unit \(unit) is not running (it has no cgroup)")
+            if !unitFileExists(unit) { return .absent("unit \(unit) not found (no unit file, no cgroup)") }
+            return .absent("unit \(unit) is not running (it has no cgroup)")
         }
-        guard let pid = UnitCgroups.mainProcess(of: UnitCgroups.members(of: cgroup)) else {
-            return .notRunning("unit \(unit) has no processes (inactive, or a oneshot that has finished)")
-        }
-        return .running(pid)
+        return .cgroup(cgroup)
+    }
+
+    static func noProcesses(_ unit: String) -> String {
+        "unit \(unit) has no processes (inactive, or a oneshot that has finished)"
     }
 
     // MARK: Unit files

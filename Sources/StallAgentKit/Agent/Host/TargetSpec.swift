@@ -1,7 +1,7 @@
 import Foundation
 
-/// One thing the host agent watches: a fixed pid, the pid in a pidfile, or a systemd unit's
-/// main process, with per-target overrides of the detection settings.
+/// One thing the host agent watches: a fixed pid, the pid in a pidfile, or a systemd unit,
+/// with per-target overrides of the detection settings.
 public struct TargetSpec: Sendable, Equatable {
     public enum Selector: Sendable, Equatable {
         case pid(Int32)
@@ -9,7 +9,18 @@ public struct TargetSpec: Sendable, Equatable {
         case unit(String)
     }
 
+    /// Which processes of a target have their main thread watched.
+    public enum Processes: String, Sendable, Equatable {
+        /// The one process the selector names (a unit's main process).
+        case main
+        /// Every process of the unit's cgroup, or the pid and all its descendants: the workers
+        /// of a forking server are where requests run and stall.
+        case all
+    }
+
     public var selector: Selector
+    /// nil: the selector's default, every process of a unit and the one process otherwise.
+    public var processes: Processes?
     /// The label in metrics, the journal and state file names (default: unit name, pidfile
     /// path or pid).
     public var name: String?
@@ -32,6 +43,12 @@ public struct TargetSpec: Sendable, Equatable {
         case .pidfile(let path): return path
         case .unit(let unit): return unit
         }
+    }
+
+    public var watchesAllProcesses: Bool {
+        if let processes { return processes == .all }
+        if case .unit = selector { return true }
+        return false
     }
 
     /// A pid target ends with its process; pidfile and unit targets outlive restarts.

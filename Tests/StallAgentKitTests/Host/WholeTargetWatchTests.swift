@@ -1,0 +1,241 @@
+import Foundation
+import Testing
+@testable import StallAgentKit
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A target watched as a whole: every process of a unit's cgroup, or a pid and its
+/// descendants (`--follow-children`) — real processes, real ptrace, real nginx where installed.
+extension HostAgentIntegrationTests {
+    /// Waits until the agent's stderr holds `text`; false after `timeout`.
+    func waitForText(_ path: String, _ text: String, timeout: Double = 20) -> Bool {
+        let deadline = Date().addingTimeInterval(timeout)
+        while Date() < deadline {
+            if let stderr = try? String(contentsOfFile: path, encoding: .utf8), stderr.contains(text) { return true }
+            usleep(20_000)
+        }
+        return false
+    }
+
+    func occurrences(_ text: String, in stderr: String) -> Int { stderr.components(separatedBy: text).count - 1 }
+
+    func reportStems(_ directory: String) -> [String] {
+        ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []).filter { $0.hasSuffix(".json") }
+    }
+
+    /// A supervisor (a shell) with two workers, the second forked after the agent attached:
+    /// each worker's stall is reported under its own pid, the shell waiting for its children
+    /// gives nothing, and the agent ends when the whole family has exited.
+    @Test func followChildrenWatchesEveryWorkerAndNotTheSupervisor() throws {
+        let dir = try temporaryDirectory("family")
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let worker = "'\(fixtures)' loop --script idle:1,spin:1.5 --gap 0.5 --exit-when-done"
+        let family = try FixtureProcess(
+            ["-c", "\(worker) & sleep 1.5; \(worker) & wait"], executable: URL(fileURLWithPath: "/bin/sh"),
+            waitForReady: false)
+        let (agent, stderrPath) = try startAgent(["--pid", "\(family.pid)", "--follow-children", "--report-dir", dir])
+        #expect(finish(agent, timeout: 60) == 0)
+        let stderr = try String(contentsOfFile: stderrPath, encoding: .utf8)
+        let workers = family.output.split(separator: "\n").filter { $0.hasPrefix("ready") }.compactMap { line in
+            line.split(separator: " ").first { $0.hasPrefix("pid=") }.flatMap { Int32($0.dropFirst(4)) }
+        }
+        #expect(workers.count == 2, "\(family.output)")
+        let reports = reportStems(dir)
+        for pid in workers {
+            #expect(stderr.contains("watching stall-fixtures [\(pid)]'s main thread"), "\(stderr)")
+            #expect(occurrences("in stall-fixtures[\(pid)] detected", in: stderr) == 1, "\(stderr)")
+            #expect(reports.contains { $0.hasPrefix("stall-fixtures_\(pid)_") && $0.contains("_hang_") }, "\(reports)")
+        }
+        #expect(!stderr.contains("[\(family.pid)] detected"), "\(stderr)")
+        #expect(!reports.contains { $0.contains("_\(family.pid)_") }, "\(reports)")
+        #expect(reports.count == 2, "\(reports)")
+        #expect(stderr.contains("watched sh [\(family.pid)]"), "\(stderr)")
+        // Each scope option goes with its own target kind: usage errors, exit 64.
+        for arguments in [["--unit", "a", "--follow-children"], ["--pid", "1", "--main-process-only"], ["--pidfile", "/x", "--follow-children"]] {
+            let refused = try runCommand(self.agent, arguments)
+            #expect(refused.status == 64 && refused.stderr.contains("goes with"), "\(arguments): \(refused.stderr)")
+        }
+    }
+
+    /// `--unit`: the unit's every process, found in a (fake) cgroup tree — master and workers,
+    /// a worker that joins later — and each bad state of the unit said once, the agent running
+    /// on and retrying: not found, inactive (no cgroup), no processes (a oneshot that has
+    /// finished), and a cgroup that vanishes with its processes.
+    @Test func unitIsWatchedAsAWholeAndBadStatesAreSaidOnce() throws {
+        let dir = try temporaryDirectory("unitwide")
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let root = dir + "/cgroup"
+        let unitDir = root + "/system.slice/web.service"
+        let units = dir + "/units"
+        try FileManager.default.createDirectory(atPath: root + "/system.slice", withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(atPath: units, withIntermediateDirectories: true)
+        let (process, stderrPath) = try startAgent(
+            ["--unit", "web", "--report-dir", dir + "/reports", "--retry-interval", "0.1s", "--duration", "60s"],
+            environment: ["STALLAGENT_CGROUP_ROOT": root, "SYSTEMD_UNIT_PATH": units, "STALLAGENT_SYSTEMCTL": "/bin/false"])
+        defer { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
+        #expect(waitForText(stderrPath, "unit web.service not found"))
+        FileManager.default.createFile(atPath: units + "/web.service", contents: Data())
+        #expect(waitForText(stderrPath, "unit web.service is not running (it has no cgroup)"))
+        try FileManager.default.createDirectory(atPath: unitDir, withIntermediateDirectories: true)
+        FileManager.default.createFile(atPath: unitDir + "/cgroup.procs", contents: Data())
+        #expect(waitForText(stderrPath, "unit web.service has no processes"))
+
+        let master = try FixtureProcess(["park"])
+        let first = try FixtureProcess(["loop", "--script", "idle:0.5,spin:1.3", "--gap", "0.3"])
+        try "\(master.pid)\n\(first.pid)\n".write(toFile: unitDir + "/cgroup.procs", atomically: true, encoding: .utf8)
+        #expect(waitForText(stderrPath, "[\(master.pid)]'s main thread (unit web.service)"))
+        #expect(waitForText(stderrPath, "[\(first.pid)]'s main thread (unit web.service)"))
+        let second = try FixtureProcess(["loop", "--script", "idle:0.5,spin:1.3", "--gap", "0.3"])
+        try "\(master.pid)\n\(first.pid)\n\(second.pid)\n".write(toFile: unitDir + "/cgroup.procs", atomically: true, encoding: .utf8)
+        #expect(waitForText(stderrPath, "[\(second.pid)]'s main thread (unit web.service)"))
+        #expect(waitForText(stderrPath, "in stall-fixtures[\(first.pid)] detected", timeout: 30))
+        #expect(waitForText(stderrPath, "in stall-fixtures[\(second.pid)] detected", timeout: 30))
+
+        // The cgroup vanishes under the agent (here first, so no state between is seen), then
+        // the processes it watched exit.
+        try FileManager.default.removeItem(atPath: unitDir)
+        usleep(300_000)
+        for fixture in [first, second, master] { fixture.stop() }
+        #expect(waitForText(stderrPath, "web.service: no process left; waiting for the next one"))
+        let noCgroup = "unit web.service is not running (it has no cgroup)"
+        let deadline = Date().addingTimeInterval(20)
+        while Date() < deadline, occurrences(noCgroup, in: (try? String(contentsOfFile: stderrPath, encoding: .utf8)) ?? "") < 2 {
+            usleep(20_000)
+        }
+        // It starts again: found and watched again.
+        try FileManager.default.createDirectory(atPath: unitDir, withIntermediateDirectories: true)
+        let again = try FixtureProcess(["idle"])
+        try "\(again.pid)\n".write(toFile: unitDir + "/cgroup.procs", atomically: true, encoding: .utf8)
+        #expect(waitForText(stderrPath, "[\(again.pid)]'s main thread (unit web.service)"))
+        kill(process.processIdentifier, SIGTERM)
+        #expect(finish(process) == 0)
+
+        let stderr = try String(contentsOfFile: stderrPath, encoding: .utf8)
+        #expect(occurrences("unit web.service not found", in: stderr) == 1, "\(stderr)")
+        #expect(occurrences(noCgroup, in: stderr) == 2, "\(stderr)")
+        #expect(occurrences("unit web.service has no processes", in: stderr) == 1, "\(stderr)")
+        #expect(!stderr.contains("[\(master.pid)] detected"), "\(stderr)")
+        #expect(!stderr.contains("error"), "\(stderr)")
+        let reports = reportStems(dir + "/reports/web.service")
+        for pid in [first.pid, second.pid] {
+            #expect(reports.contains { $0.hasPrefix("stall-fixtures_\(pid)_") }, "\(reports)")
+        }
+        #expect(!reports.contains { $0.contains("_\(master.pid)_") }, "\(reports)")
+        // The report names the unit beside the process.
+        if let name = reports.first(where: { $0.hasPrefix("stall-fixtures_\(first.pid)_") }) {
+            let data = try #require(FileManager.default.contents(atPath: dir + "/reports/web.service/" + name))
+            let report = try JSONDecoder().decode(StallReport.self, from: data)
+            #expect(report.process.unit == "web.service" && report.process.pid == first.pid)
+            let text = try String(contentsOfFile: dir + "/reports/web.service/" + name.replacingOccurrences(of: ".json", with: ".txt"), encoding: .utf8)
+            #expect(text.contains(StallReportTextRenderer.field("Unit:", "web.service") + "\n"), "\(text)")
+        }
+    }
+
+    static var hasNginxWithPerl: Bool {
+        FileManager.default.isExecutableFile(atPath: "/usr/sbin/nginx")
+            && FileManager.default.fileExists(atPath: "/usr/lib/nginx/modules/ngx_http_perl_module.so")
+            && FileManager.default.isExecutableFile(atPath: "/usr/bin/curl") && geteuid() == 0
+    }
+
+    /// Debian's nginx, two workers, a perl handler that sleeps: a request stalls one worker,
+    /// reported under the worker's pid — by `--pid MASTER --follow-children` and by `--unit`
+    /// over a cgroup listing the master and workers — while the master, parked in
+    /// rt_sigsuspend, gives nothing.
+    @Test(.enabled(if: hasNginxWithPerl, "needs root, nginx, libnginx-mod-http-perl and curl (scripts/setup installs them)"))
+    func nginxWorkerStallIsReportedUnderTheWorkersPid() throws {
+        let dir = try temporaryDirectory("nginx")
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        chmod(dir, 0o755)
+        try """
+            package Stall;
+            use nginx;
+            sub handler {
+                my $r = shift;
+                my ($seconds) = ($r->args // '') =~ /s=([0-9]+)/;
+                sleep($seconds || 2);
+                $r->send_http_header("text/plain");
+                $r->print("slept\\n");
+                return OK;
+            }
+            1;
+            """.write(toFile: dir + "/Stall.pm", atomically: true, encoding: .utf8)
+        let port = Int.random(in: 20000..<40000)
+        try """
+            load_module /usr/lib/nginx/modules/ngx_http_perl_module.so;
+            daemon off;
+            worker_processes 2;
+            pid \(dir)/nginx.pid;
+            error_log \(dir)/error.log;
+            events { worker_connections 64; }
+            http {
+                access_log off;
+                client_body_temp_path \(dir)/body;
+                perl_modules \(dir);
+                perl_require Stall.pm;
+                server {
+                    listen 127.0.0.1:\(port);
+                    location /stall { perl Stall::handler; }
+                }
+            }
+            """.write(toFile: dir + "/nginx.conf", atomically: true, encoding: .utf8)
+        let nginx = Process()
+        nginx.executableURL = URL(fileURLWithPath: "/usr/sbin/nginx")
+        nginx.arguments = ["-c", dir + "/nginx.conf", "-p", dir, "-e", dir + "/error.log"]
+        nginx.standardOutput = FileHandle.nullDevice
+        nginx.standardError = FileHandle.nullDevice
+        try nginx.run()
+        defer {
+            kill(nginx.processIdentifier, SIGTERM)
+            nginx.waitUntilExit()
+        }
+        let master = nginx.processIdentifier
+        var workers: [Int32] = []
+        let deadline = Date().addingTimeInterval(15)
+        while Date() < deadline, workers.count < 2 {
+            workers = ((try? ProcFS.readText("/proc/\(master)/task/\(master)/children")) ?? "")
+                .split(separator: " ").compactMap { Int32($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
+            usleep(50_000)
+        }
+        try #require(workers.count == 2, "nginx did not start two workers: \((try? String(contentsOfFile: dir + "/error.log", encoding: .utf8)) ?? "")")
+
+        // The same cgroup systemd would give nginx.service, with the real processes in it.
+        let root = dir + "/cgroup"
+        try FileManager.default.createDirectory(atPath: root + "/system.slice/nginx.service", withIntermediateDirectories: true)
+        try ([master] + workers).map(String.init).joined(separator: "\n")
+            .write(toFile: root + "/system.slice/nginx.service/cgroup.procs", atomically: true, encoding: .utf8)
+
+        for (how, arguments, environment) in [
+            ("--follow-children", ["--pid", "\(master)", "--follow-children"], [String: String]()),
+            ("--unit", ["--unit", "nginx"], ["STALLAGENT_CGROUP_ROOT": root]),
+        ] {
+            let reports = dir + "/reports-" + how.dropFirst(2)
+            // The request can reach a worker before the agent's first probe of it; a process
+            // never yet seen idle is judged by the launch threshold (10 s by default).
+            let (agent, stderrPath) = try startAgent(
+                arguments + ["--report-dir", reports, "--launch-threshold", "1s"], environment: environment)
+            defer { if agent.isRunning { kill(agent.processIdentifier, SIGKILL) } }
+            for pid in [master] + workers {
+                #expect(waitForText(stderrPath, "[\(pid)]'s main thread"), "\(how)")
+            }
+            let curl = try runCommand(URL(fileURLWithPath: "/usr/bin/curl"), ["-sS", "-m", "20", "http://127.0.0.1:\(port)/stall?s=2"], timeout: 30)
+            #expect(curl.stdout == "slept\n", "\(how): \(curl.stderr)")
+            #expect(waitForText(stderrPath, "stallagent: watching nginx") && waitForText(stderrPath, "0xbaadca11 blocked"), "\(how)")
+            usleep(300_000)
+            kill(agent.processIdentifier, SIGTERM)
+            #expect(finish(agent) == 0, "\(how)")
+            let stderr = try String(contentsOfFile: stderrPath, encoding: .utf8)
+            let stalled = workers.filter { stderr.contains("in nginx[\($0)] detected") }
+            #expect(stalled.count == 1, "\(how): \(stderr)")
+            #expect(!stderr.contains("[\(master)] detected"), "\(how): \(stderr)")
+            let directory = how == "--unit" ? reports + "/nginx.service" : reports
+            let json = reportStems(directory)
+            #expect(json.count == 1 && json.allSatisfy { $0.hasPrefix("nginx_\(stalled.first ?? -1)_") }, "\(how): \(json)")
+            if let name = json.first {
+                let text = try String(contentsOfFile: directory + "/" + name, encoding: .utf8)
+                #expect(text.contains("pp_sleep"), "\(how): the heaviest stack names perl's sleep")
+            }
+        }
+    }
+}
