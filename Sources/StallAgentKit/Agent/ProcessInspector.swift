@@ -10,8 +10,8 @@ public final class ProcessInspector {
     public let unwinder: SnapshotUnwinder
     public let symbolizer: Symbolizer
     public var classifier = ThreadStateClassifier()
-    public let name: String
-    public let executablePath: String?
+    public private(set) var name: String
+    public private(set) var executablePath: String?
 
     /// Validates the target: it must exist, be a user process, not a zombie, and be readable
     /// with ptrace-level access. Each refusal is a distinct, documented error.
@@ -33,6 +33,14 @@ public final class ProcessInspector {
         modules = try ProcessModules(pid: tgid)
         unwinder = SnapshotUnwinder(modules: modules)
         symbolizer = Symbolizer(modules: modules, debugDirectories: debugDirectories)
+    }
+
+    /// After an exec: the process's name and executable are the new program's.
+    public func reidentify() {
+        if let text = try? ProcFS.readText("/proc/\(pid)/status", pid: pid), let status = ProcStatus.parse(text) {
+            name = status.name
+        }
+        executablePath = (try? ProcFS.readLink("/proc/\(pid)/exe", pid: pid)) ?? executablePath
     }
 
     /// Re-reads the memory map when it changed (dlopen, exec).

@@ -28,8 +28,10 @@ public final class StallMonitor {
     private let classifier: ThreadStateClassifier
     private let log: (String) -> Void
     private let wallClockOffset: Double
-    private let processInfo: ReportProcessInfo
-    private let threadInfo: ReportThreadInfo
+    private var processInfo: ReportProcessInfo
+    private var threadInfo: ReportThreadInfo
+    /// The main thread's name at the latest probe: a change means the process exec'd.
+    private var lastComm: String?
     private let hostname: String
 
     // Per-episode agent statistics (reset when a new busy episode starts).
@@ -94,6 +96,7 @@ public final class StallMonitor {
     /// Syscalls a process parks in when it has no event loop (nginx's master, supervisors):
     /// idle until a loop wait is known, then ordinary blocking calls.
     static let parkingSyscalls: Set<Int> = [130, 128, 34]  // rt_sigsuspend, rt_sigtimedwait, pause
+    static let childWaitSyscalls: Set<Int> = [61, 247]  // wait4, waitid
     private var busyFrameCache: (syscall: ProcSyscallInfo, busy: Bool)?
 
     // The last classification and the /proc state it was made for.
@@ -127,11 +130,10 @@ public final class StallMonitor {
             configuration: DetectorConfiguration(
                 threshold: options.threshold, launchThreshold: options.launchThreshold,
                 sampleInterval: options.sampleInterval,
-                startsInLaunchPhase: age.map { $0 < options.launchThreshold } ?? false,
-                loopTurnEvidence: loopTurnEvidence))
+                startsInLaunchPhase: age.map { $0 < options.launchThreshold || options.batchThreshold != nil } ?? false,
+                loopTurnEvidence: loopTurnEvidence, batchThreshold: options.batchThreshold))
         wallClockOffset = Date().timeIntervalSince1970 - MonotonicTime.seconds()
-        let commandLine = (try? ProcFS.readBytes("/proc/\(inspector.pid)/cmdline", pid: inspector.pid))
-            .map { $0.split(separator: 0).map { String(decoding: $0, as: UTF8.self) } }
+        let commandLine = StallMonitor.commandLine(pid: inspector.pid)
         processInfo = ReportProcessInfo(
             pid: inspector.pid, name: inspector.name, path: inspector.executablePath,
             buildId: inspector.mainModule?.image?.buildID, commandLine: commandLine)
@@ -263,14 +265,55 @@ public final class StallMonitor {
             finished = true
             return false
         }
-        if detector.wantsSample(at: now) { sample(at: now, activity: observation.activity) }
+        if detector.wantsSample(at: now) {
+            // A shim that exec'd its program keeps its name (pyenv's `pytest` bash script
+            // becomes the `pytest` Python script): the executable says it. Checked before a
+            // sample, so the sample is read with the new program's modules.
+            if detector.phase == .batch, executableChanged() { noteExec(at: now) }
+            sample(at: now, activity: observation.activity)
+        }
         if detector.isStalled { checkKillAfter(at: now) }
         if now >= nextModuleCheck {
             // exec or dlopen changes the maps; re-reading them costs ~100 µs, once a second.
-            _ = try? inspector.refreshModules()
+            if (try? inspector.refreshModules()) == true, executableChanged() { noteExec(at: now) }
             nextModuleCheck = now + 1
         }
         return true
+    }
+
+    /// The process replaced its program (exec, e.g. pyenv's `bash` shim starting python): name
+    /// it by what it runs now, forget what belonged to the old program (its modules, wait
+    /// sites, loop and runner frames), and start its watch afresh.
+    private func noteExec(at now: Double) {
+        handle(detector.noteExec(at: now))
+        inspector.reidentify()
+        _ = try? inspector.refreshModules()
+        processInfo = ReportProcessInfo(
+            pid: inspector.pid, name: inspector.name, path: inspector.executablePath,
+            buildId: inspector.mainModule?.image?.buildID, commandLine: StallMonitor.commandLine(pid: inspector.pid))
+        threadInfo = ReportThreadInfo(tid: inspector.pid, name: inspector.threadName(inspector.pid) ?? inspector.name)
+        summary.name = inspector.name
+        frameCache.removeAll()
+        canonicalWaitSites.removeAll()
+        homeWaits = HomeWaitTracker()
+        lastWaitSite = nil
+        lockWaitSites.removeAll()
+        learnedLoopSites.removeAll()
+        loopFrameUnion.removeAll()
+        detector.setLoopFrames([])
+        lastClassification = nil
+        busyFrameCache = nil
+        ioHint = false
+    }
+
+    private func executableChanged() -> Bool {
+        guard let path = try? ProcFS.readLink("/proc/\(inspector.pid)/exe", pid: inspector.pid) else { return false }
+        return path != inspector.executablePath
+    }
+
+    static func commandLine(pid: Int32) -> [String]? {
+        (try? ProcFS.readBytes("/proc/\(pid)/cmdline", pid: pid))
+            .map { $0.split(separator: 0).map { String(decoding: $0, as: UTF8.self) } }
     }
 
     /// With the loop probe, episode edges are the loop's own: a busy episode ends at the first
@@ -364,6 +407,8 @@ public final class StallMonitor {
             return ThreadObservation(time: now, activity: .idle, cpuNanos: lastCPUNanos, runQueueNanos: lastRunQueueNanos)
         }
         guard let stat = probe.stat() else { return ThreadObservation(time: now, activity: .gone) }
+        if let last = lastComm, last != stat.name { noteExec(at: now) }
+        lastComm = stat.name
         let sched = probe.schedstat()
         var activity = classify(state: stat.state, syscall: syscall)
         if activity == .idle, waitVerdict == .nested {
@@ -377,6 +422,14 @@ public final class StallMonitor {
         }
         if activity == .idle, !options.busyFramePatterns.isEmpty, let syscall, isBusyByFrame(syscall: syscall) {
             activity = .blockedCall
+        }
+        if activity == .blockedCall, detector.phase == .batch, let number = syscall?.syscallNumber,
+           StallMonitor.childWaitSyscalls.contains(number)
+        {
+            // A batch parent waiting for its child (a shell running a test binary, make's
+            // recursion) is not stalled: the child is watched itself. The clock pauses as if
+            // stopped, and nothing is sampled.
+            activity = .stopped
         }
         resetEpisodeStatisticsIfNeeded()
         lastCPUNanos = sched?.cpuNanos ?? lastCPUNanos
