@@ -93,6 +93,15 @@ public final class StallMonitor {
     /// fsync): a running thread then counts as in I/O, since /proc shows only "running" while
     /// a write copies into the page cache.
     private var ioHint = false
+    /// The blocked call in which the latest sample found a lock-acquiring function (a
+    /// semaphore-based lock such as Python's waits in a plain futex wait that /proc cannot
+    /// tell from any other): while the thread stays in that very call, it waits on a lock.
+    private var lockHintSyscall: ProcSyscallInfo?
+    /// Functions that acquire a lock by waiting in a futex /proc does not show as a mutex's.
+    static let lockAcquireFrames = [
+        "PyThread_acquire_lock*", "sem_wait*", "sem_timedwait*", "sem_clockwait*", "__new_sem_wait*",
+        "pthread_rwlock_*lock*", "pthread_mutex_*lock*", "__lll_lock_wait*",
+    ]
     /// Syscalls a process parks in when it has no event loop (nginx's master, supervisors):
     /// idle until a loop wait is known, then ordinary blocking calls.
     static let parkingSyscalls: Set<Int> = [130, 128, 34]  // rt_sigsuspend, rt_sigtimedwait, pause
@@ -419,6 +428,8 @@ public final class StallMonitor {
             activity = .idle
         } else if activity == .running, ioHint {
             activity = .ioWait
+        } else if activity == .blockedCall, let hint = lockHintSyscall, syscall == hint {
+            activity = .lockWait
         }
         if activity == .idle, !options.busyFramePatterns.isEmpty, let syscall, isBusyByFrame(syscall: syscall) {
             activity = .blockedCall
@@ -589,6 +600,14 @@ public final class StallMonitor {
                 capturesWithoutStop += 1
             }
             let frames = inspector.symbolizer.symbolize(stack)
+            lockHintSyscall = nil
+            if activity == .blockedCall || activity == .lockWait, let info = snapshot.syscall, info.syscallNumber == 202,
+               frames.contains(where: { frame in
+                   frame.function.map { name in StallMonitor.lockAcquireFrames.contains { GlobPattern.matches($0, name) } } ?? false
+               })
+            {
+                lockHintSyscall = info
+            }
             var sampled: [SampledFrame] = []
             sampled.reserveCapacity(frames.count)
             for frame in frames {

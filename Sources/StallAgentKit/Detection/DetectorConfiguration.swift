@@ -47,6 +47,9 @@ public struct DetectorConfiguration: Hashable, Codable, Sendable {
     /// episode is a dispatcher (the runner's loop calling test after test), not a stalled test.
     /// A test stuck in one call shows a handful (its callees, the vDSO); a runner hundreds.
     public var batchDispatcherFrames = 48
+    /// Batch rule: a held frame whose direct callees were this many different frames during one
+    /// episode is a dispatcher too (a C runner calling test_1, test_2, … from one loop).
+    public var batchDispatcherChildren = 6
     /// Batch rule: the sample interval while no frame has been held for half the threshold.
     /// Sampling is what costs a batch process (a ptrace stop of a running thread); most of its
     /// work is short, so it is sampled slowly until something is held, then at `sampleInterval`.

@@ -97,6 +97,9 @@ public struct StallDetector: Sendable {
         var anchoredSamples = 0
         /// Batch rule: frames seen beneath the held ones during the episode.
         var beneath: Set<StallFrameTracker.Key> = []
+        /// Batch rule: the innermost held frame and the different frames it called directly.
+        var innermostHeld: StallFrameTracker.Key?
+        var children: Set<StallFrameTracker.Key> = []
 
         init(phase: StallPhase, startTime: Double) {
             self.phase = phase
@@ -287,13 +290,29 @@ public struct StallDetector: Sendable {
         var restart = held.isEmpty
         if !restart {
             current.beneath.formUnion(outside.subtracting(held))
+            // Innermost first: the held frame nearest the top, and the frame just above it.
+            if let index = keys.firstIndex(where: { held.contains($0) }) {
+                if current.innermostHeld != keys[index] {
+                    current.innermostHeld = keys[index]
+                    current.children = []
+                }
+                if index > 0 { current.children.insert(keys[index - 1]) }
+            }
+            let lost = held.count < anchors.count
             // A piece of work held for several samples ended under frames that stay: they are
             // the runner's. So are frames under which many different frames came and went.
-            let workEnded = held.count < anchors.count && current.anchoredSamples >= configuration.batchMinimumHeldSamples
-            if workEnded || current.beneath.count >= configuration.batchDispatcherFrames {
+            if lost && current.anchoredSamples >= configuration.batchMinimumHeldSamples
+                || current.beneath.count >= configuration.batchDispatcherFrames
+                || current.children.count >= configuration.batchDispatcherChildren
+            {
                 outer.formUnion(held)
                 outerFrames = outer
                 runnerFramesLearned += held.count
+                restart = true
+            } else if lost && current.anchoredSamples >= 2 {
+                // Work held for two samples ended: what runs now is new work (the next test),
+                // timed and named from here, not from the frames it shares with the last one.
+                // A leaf seen once (a CPU loop's callee) does not restart the episode.
                 restart = true
             }
         }
@@ -553,7 +572,7 @@ public struct StallDetector: Sendable {
             reason: ending == .targetDied ? .died : cause, causeReason: cause, deadlock: current.deadlock,
             heaviestStack: heaviest, stallFrame: current.stallFrame.stallFrame, callTree: CallTreeNode.build(from: ring),
             fingerprint: StallFingerprint.make(reason: cause, heaviestStack: heaviest), samples: ring.samples)
-        snapshot.loopTurnEvidence = configuration.loopTurnEvidence
+        snapshot.loopTurnEvidence = current.phase == .batch ? .batchRule : configuration.loopTurnEvidence
         return snapshot
     }
 }
