@@ -22,6 +22,9 @@ struct Bench: ParsableCommand {
     @Flag(help: "Only the symbolization figures (cold/warm time and memory for a large module).")
     var symbolsOnly = false
 
+    @Flag(help: "Only the wrapper figures (issue 13: `stallagent -- COMMAND` against COMMAND alone).")
+    var wrapperOnly = false
+
     @Flag(help: "Shorter runs.")
     var quick = false
 
@@ -30,6 +33,10 @@ struct Bench: ParsableCommand {
             let me = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
             let fixturesURL = fixtures.map { URL(fileURLWithPath: $0) }
                 ?? me.deletingLastPathComponent().appendingPathComponent("stall-fixtures")
+            if wrapperOnly {
+                try WrapperBenchmark(agentBinary: me).run(quick: quick)
+                return
+            }
             let benchmark = CaptureBenchmark(fixtures: fixturesURL, agentBinary: me)
             benchmark.captures = captures
             if !captureOnly && !monitorOnly {
@@ -41,6 +48,10 @@ struct Bench: ParsableCommand {
             if !captureOnly {
                 print("")
                 try MonitorBenchmark(fixtures: fixturesURL, agentBinary: me).run(quick: quick)
+            }
+            if !captureOnly && !monitorOnly {
+                print("")
+                try WrapperBenchmark(agentBinary: me).run(quick: quick)
             }
         }
     }

@@ -212,13 +212,16 @@ public final class CommandRunner {
         let me = getpid()
         var parents: [Int32: Int32] = [:]
         var names: [Int32: String] = [:]
+        var startTicks: [Int32: UInt64] = [:]
         for pid in (try? ProcFS.numericEntries(in: "/proc")) ?? [] where pid != me {
             guard let text = try? ProcFS.readText("/proc/\(pid)/stat", pid: pid),
                   let stat = ProcThreadStat.parse(text), stat.state != "Z"
             else { continue }
             parents[pid] = stat.ppid
             names[pid] = stat.name
+            startTicks[pid] = stat.startTicks
         }
+        let uptime = self.uptime()
         for (pid, _) in parents where monitors[pid] == nil && !refused.contains(pid) {
             var ancestor = pid
             var isDescendant = pid == child
@@ -229,6 +232,15 @@ public final class CommandRunner {
                 hops += 1
             }
             guard isDescendant else { continue }
+            // A descendant younger than half the threshold cannot be a candidate yet, and most
+            // of a build's or a test script's processes (cc1, as, sh, true) end sooner: watching
+            // each from birth (opening its files, a first sample, its symbol tables) was most of
+            // what wrapping cost them. Looked at again at the next discovery.
+            if pid != child, let ticks = startTicks[pid], let uptime,
+               uptime - Double(ticks) / CommandRunner.clockTicks < minimumDescendantAge
+            {
+                continue
+            }
             if pid != child, !options.follow.isEmpty,
                !options.follow.contains(where: { (names[pid] ?? "").contains($0) })
             {
@@ -243,6 +255,17 @@ public final class CommandRunner {
                 refused.insert(pid)
             }
         }
+    }
+
+    /// Half the smallest threshold a descendant could be held to.
+    private var minimumDescendantAge: Double {
+        min(options.monitor.threshold, options.monitor.batchThreshold ?? .infinity) / 2
+    }
+
+    private static let clockTicks = Double(sysconf(Int32(_SC_CLK_TCK)))
+
+    private func uptime() -> Double? {
+        (try? ProcFS.readText("/proc/uptime")).flatMap { Double($0.split(separator: " ").first ?? "") }
     }
 
     /// The command and every process under it (or re-parented to us).
