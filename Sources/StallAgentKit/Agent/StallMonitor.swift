@@ -599,26 +599,49 @@ public final class StallMonitor {
                 episodeWithoutStop += 1
                 capturesWithoutStop += 1
             }
-            let frames = inspector.symbolizer.symbolize(stack)
+            var sampled: [SampledFrame] = []
+            if detector.episodePhase == .batch {
+                // Most batch samples never make a report: names from the symbol tables are
+                // enough to tell frames apart, and DWARF (libc's alone is ~29 MB and a good part
+                // of a short run's agent CPU) is read only when a report is written. The whole
+                // episode is named this way, so its frames keep their keys once it stalls.
+                sampled = namesOnly(stack)
+            } else {
+                let frames = inspector.symbolizer.symbolize(stack)
+                sampled.reserveCapacity(frames.count)
+                for frame in frames {
+                    if frameCache.count > 50_000 { frameCache.removeAll(keepingCapacity: true) }
+                    frameCache[frame.address] = frame
+                    sampled.append(StallMonitor.sampledFrame(frame))
+                }
+            }
             lockHintSyscall = nil
             if activity == .blockedCall || activity == .lockWait, let info = snapshot.syscall, info.syscallNumber == 202,
-               frames.contains(where: { frame in
-                   frame.function.map { name in StallMonitor.lockAcquireFrames.contains { GlobPattern.matches($0, name) } } ?? false
+               sampled.contains(where: { frame in
+                   StallMonitor.lockAcquireFrames.contains { GlobPattern.matches($0, frame.function) }
                })
             {
                 lockHintSyscall = info
-            }
-            var sampled: [SampledFrame] = []
-            sampled.reserveCapacity(frames.count)
-            for frame in frames {
-                if frameCache.count > 50_000 { frameCache.removeAll(keepingCapacity: true) }
-                frameCache[frame.address] = frame
-                sampled.append(StallMonitor.sampledFrame(frame))
             }
             handle(detector.record(StackSample(time: now, activity: activity, frames: sampled)))
         } catch {
             episodeFailed += 1
             handle(detector.record(StackSample(time: now, activity: activity, frames: [])))
+        }
+    }
+
+    /// A stack's frames named from the symbol tables alone (see `sample`); the same names the
+    /// full symbolization gives, minus source lines and inlined frames.
+    private func namesOnly(_ stack: UnwoundStack) -> [SampledFrame] {
+        stack.frames.enumerated().map { index, frame in
+            let lookup = frame.lookupAddress(isInnermost: index == 0)
+            guard let module = inspector.modules.module(containing: lookup) else {
+                return SampledFrame(function: "?+0x\(String(frame.address, radix: 16))", module: "?", address: frame.address, cfa: frame.stackPointer)
+            }
+            let offset = module.moduleOffset(of: lookup)
+            let name = inspector.symbolizer.symbols(for: module)?.functionName(offset)
+                ?? "\(module.name)+0x\(String(module.moduleOffset(of: frame.address), radix: 16))"
+            return SampledFrame(function: name, module: module.name, address: frame.address, cfa: frame.stackPointer)
         }
     }
 
