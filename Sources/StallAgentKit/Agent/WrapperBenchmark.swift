@@ -26,7 +26,10 @@ public final class WrapperBenchmark {
 
     /// One run: wall seconds and, when wrapped, the agent's VmHWM in bytes (polled every 20 ms:
     /// the high-water mark only grows, so the last read before exit is the peak within 20 ms).
-    private func runOnce(_ command: [String], wrapped: Bool) throws -> (seconds: Double, peak: UInt64?) {
+    /// Also the agent's own CPU seconds (utime + stime of the agent process alone, children
+    /// excluded, polled the same way): on a shared machine wall time swings with other jobs'
+    /// bursts, the agent's CPU does not.
+    private func runOnce(_ command: [String], wrapped: Bool) throws -> (seconds: Double, peak: UInt64?, cpu: Double?) {
         let process = Process()
         let reports = work.appendingPathComponent("reports").path
         if wrapped {
@@ -42,7 +45,17 @@ public final class WrapperBenchmark {
         let start = MonotonicTime.seconds()
         try process.run()
         var peak: UInt64?
+        var cpu: Double?
         while process.isRunning {
+            if wrapped, let stat = try? String(contentsOfFile: "/proc/\(process.processIdentifier)/stat", encoding: .utf8),
+               let close = stat.lastIndex(of: ")")
+            {
+                let fields = stat[stat.index(after: close)...].split(separator: " ")
+                // Fields after the name: state is [0], utime [11], stime [12].
+                if fields.count > 12, let user = Double(fields[11]), let system = Double(fields[12]) {
+                    cpu = (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
+                }
+            }
             if wrapped, let text = try? String(contentsOfFile: "/proc/\(process.processIdentifier)/status", encoding: .utf8),
                let line = text.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }),
                let kb = UInt64(line.split(separator: " ").dropFirst().first ?? "")
@@ -52,7 +65,7 @@ public final class WrapperBenchmark {
             usleep(20_000)
         }
         process.waitUntilExit()
-        return (MonotonicTime.seconds() - start, peak)
+        return (MonotonicTime.seconds() - start, peak, cpu)
     }
 
     /// A/B alternating, A first in even rounds and B first in odd ones, so drift in the machine's
@@ -63,17 +76,19 @@ public final class WrapperBenchmark {
         var wrapped: [Double] = []
         var plain: [Double] = []
         var peak: UInt64 = 0
+        var agentShare: [Double] = []
         for round in 0..<rounds {
             for wrap in round % 2 == 0 ? [true, false] : [false, true] {
-                let (seconds, hwm) = try runOnce(workload.command, wrapped: wrap)
+                let (seconds, hwm, cpu) = try runOnce(workload.command, wrapped: wrap)
                 if wrap { wrapped.append(seconds) } else { plain.append(seconds) }
                 peak = max(peak, hwm ?? 0)
+                if let cpu, seconds > 0 { agentShare.append(cpu / seconds) }
             }
         }
         let a = Percentiles(wrapped).p50
         let b = Percentiles(plain).p50
-        log(String(format: "  %@: wrapped %.3f s, unwrapped %.3f s (medians of %d) → %.3f×   agent VmHWM %.1f MB",
-                   workload.name, a, b, rounds, b > 0 ? a / b : 0, Double(peak) / 1_048_576))
+        log(String(format: "  %@: wrapped %.3f s, unwrapped %.3f s (medians of %d) → %.3f×   agent CPU %.1f %% of the wrapped wall time   agent VmHWM %.1f MB",
+                   workload.name, a, b, rounds, b > 0 ? a / b : 0, 100 * Percentiles(agentShare).p50, Double(peak) / 1_048_576))
     }
 
     /// ~80 C files of a few functions each and a Makefile, rebuilt from scratch each run.
