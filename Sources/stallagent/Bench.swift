@@ -22,6 +22,9 @@ struct Bench: ParsableCommand {
     @Flag(help: "Only the symbolization figures (cold/warm time and memory for a large module).")
     var symbolsOnly = false
 
+    @Flag(help: "Only the wrapper figures (issue 13: `stallagent -- COMMAND` against COMMAND alone).")
+    var wrapperOnly = false
+
     @Flag(help: "Shorter runs.")
     var quick = false
 
@@ -39,6 +42,10 @@ struct Bench: ParsableCommand {
                 try bench.run()
                 return
             }
+            if wrapperOnly {
+                try WrapperBenchmark(agentBinary: me).run(quick: quick)
+                return
+            }
             let benchmark = CaptureBenchmark(fixtures: fixturesURL, agentBinary: me)
             benchmark.captures = captures
             if !captureOnly && !monitorOnly {
@@ -50,6 +57,10 @@ struct Bench: ParsableCommand {
             if !captureOnly {
                 print("")
                 try MonitorBenchmark(fixtures: fixturesURL, agentBinary: me).run(quick: quick)
+            }
+            if !captureOnly && !monitorOnly {
+                print("")
+                try WrapperBenchmark(agentBinary: me).run(quick: quick)
             }
         }
     }

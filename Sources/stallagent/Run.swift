@@ -16,9 +16,13 @@ struct Run: ParsableCommand {
             forwarded to it, each exactly once: with a controlling terminal the command stays \
             in the agent's process group (job control works; Ctrl-C reached it already and is \
             not sent again); without one (CI, systemd, cron) it leads a group of its own, and \
-            INT, TERM and HUP go to that whole group. Every descendant is reaped. Each process \
-            that runs an event loop (seen idle at least once) is watched for stalls; a test \
-            runner that is simply busy is not reported unless --launch-threshold is given.
+            INT, TERM and HUP go to that whole group. Every descendant is reaped. A process that \
+            runs an event loop (seen idle at least once) is watched for stalls as with --pid; \
+            a batch process that never idles (a test runner) is watched with the batch rule: \
+            a frame outside the runner's own frames held in every sample past \
+            --batch-threshold (default: --threshold) is a stall, named by the innermost held \
+            frame (the slow test's function). A parent waiting for its child (wait4) is not \
+            stalled: the child is watched itself.
 
             Exit status, as timeout(1): the command's, whatever its value (0-255), or 128+N if \
             signal N killed it; if the agent received INT, TERM or HUP and the command died of \
@@ -42,6 +46,9 @@ struct Run: ParsableCommand {
     @Option(help: ArgumentHelp("Write a JUnit XML file: a failing testcase per stall and per process captured at --timeout (checked writable before the command starts).", valueName: "file"))
     var junit: String?
 
+    @Option(help: ArgumentHelp("Stall threshold for batch processes (never seen idle, e.g. a test runner): a frame held this long is a stall. 'off' watches them like --pid does at start-up (--launch-threshold). Default: --threshold.", valueName: "duration|off"))
+    var batchThreshold: String?
+
     @Flag(help: "Preload libstallprobe.so into the command: exact event-loop boundaries from inside (epoll_wait, poll, select on the main thread).")
     var loopProbe = false
 
@@ -60,6 +67,11 @@ struct Run: ParsableCommand {
         do {
             options.monitor = try watch.monitorOptions(defaultLaunchThreshold: .infinity)
             options.onStall = RunOptions.OnStall(rawValue: onStall) ?? .report
+            if batchThreshold?.lowercased() != "off" {
+                options.monitor.batchThreshold = try batchThreshold.map {
+                    try durationOption($0, "batch-threshold", minimum: 0.01, examples: "2s, 500ms")
+                } ?? options.monitor.threshold
+            }
             options.timeout = try timeout.map {
                 try durationOption($0, "timeout", minimum: .leastNonzeroMagnitude, examples: "10m, 90s")
             }

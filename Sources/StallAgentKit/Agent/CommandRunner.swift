@@ -207,31 +207,30 @@ public final class CommandRunner {
     }
 
     /// Finds the command's descendants — including orphans re-parented to us — and starts
-    /// watching new ones (the command always; others filtered by `--follow`).
+    /// watching new ones (the command always; others filtered by `--follow`). Walks the tree
+    /// down from the agent through `/proc/PID/task/TID/children`: reading every process's stat
+    /// on the machine, four times a second, was a good part of what wrapping cost.
     private func discoverDescendants(at now: Double) {
-        let me = getpid()
-        var parents: [Int32: Int32] = [:]
-        var names: [Int32: String] = [:]
-        for pid in (try? ProcFS.numericEntries(in: "/proc")) ?? [] where pid != me {
-            guard let text = try? ProcFS.readText("/proc/\(pid)/stat", pid: pid),
+        var queue = CommandRunner.children(of: getpid())
+        var seen: Set<Int32> = []
+        let uptime = self.uptime()
+        while let pid = queue.popLast() {
+            guard seen.count < 65_536, seen.insert(pid).inserted else { continue }
+            queue += CommandRunner.children(of: pid)
+            guard monitors[pid] == nil, !refused.contains(pid),
+                  let text = try? ProcFS.readText("/proc/\(pid)/stat", pid: pid),
                   let stat = ProcThreadStat.parse(text), stat.state != "Z"
             else { continue }
-            parents[pid] = stat.ppid
-            names[pid] = stat.name
-        }
-        for (pid, _) in parents where monitors[pid] == nil && !refused.contains(pid) {
-            var ancestor = pid
-            var isDescendant = pid == child
-            var hops = 0
-            while !isDescendant, let parent = parents[ancestor], hops < 64 {
-                if parent == child || parent == me { isDescendant = true }
-                ancestor = parent
-                hops += 1
-            }
-            guard isDescendant else { continue }
-            if pid != child, !options.follow.isEmpty,
-               !options.follow.contains(where: { (names[pid] ?? "").contains($0) })
+            // A descendant younger than half the threshold cannot be a candidate yet, and most
+            // of a build's or a test script's processes (cc1, as, sh, true) end sooner: watching
+            // each from birth (opening its files, a first sample, its symbol tables) was most of
+            // what wrapping cost them. Looked at again at the next discovery.
+            if pid != child, let uptime,
+               uptime - Double(stat.startTicks) / CommandRunner.clockTicks < minimumDescendantAge
             {
+                continue
+            }
+            if pid != child, !options.follow.isEmpty, !options.follow.contains(where: { stat.name.contains($0) }) {
                 continue
             }
             do {
@@ -243,6 +242,28 @@ public final class CommandRunner {
                 refused.insert(pid)
             }
         }
+    }
+
+    /// The children of every thread of `pid` (a child belongs to the thread that forked it).
+    static func children(of pid: Int32) -> [Int32] {
+        let tasks = (try? ProcFS.numericEntries(in: "/proc/\(pid)/task")) ?? [pid]
+        var result: [Int32] = []
+        for tid in tasks {
+            guard let text = try? ProcFS.readText("/proc/\(pid)/task/\(tid)/children", pid: pid) else { continue }
+            result += text.split(whereSeparator: { $0 == " " || $0 == "\n" }).compactMap { Int32($0) }
+        }
+        return result
+    }
+
+    /// Half the smallest threshold a descendant could be held to.
+    private var minimumDescendantAge: Double {
+        min(options.monitor.threshold, options.monitor.batchThreshold ?? .infinity) / 2
+    }
+
+    private static let clockTicks = Double(sysconf(Int32(_SC_CLK_TCK)))
+
+    private func uptime() -> Double? {
+        (try? ProcFS.readText("/proc/uptime")).flatMap { Double($0.split(separator: " ").first ?? "") }
     }
 
     /// The command and every process under it (or re-parented to us).

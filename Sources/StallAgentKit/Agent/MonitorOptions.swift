@@ -4,6 +4,9 @@ public struct MonitorOptions: Sendable {
     public var sampleInterval = 0.050
     public var threshold = 1.0
     public var launchThreshold = 10.0
+    /// Batch processes (never seen idle, e.g. a test runner): a frame held past this is a
+    /// stall (`DetectorConfiguration.batchThreshold`). nil: off, start-up uses launchThreshold.
+    public var batchThreshold: Double?
     /// Extra syscalls (by number) that count as the event loop's idle wait.
     public var extraIdleSyscalls: Set<Int> = []
     /// A blocked main thread whose stack has a frame matching one of these is idle

@@ -10,8 +10,8 @@ public final class ProcessInspector {
     public let unwinder: SnapshotUnwinder
     public let symbolizer: Symbolizer
     public var classifier = ThreadStateClassifier()
-    public let name: String
-    public let executablePath: String?
+    public private(set) var name: String
+    public private(set) var executablePath: String?
     /// The CPython interpreter's frame reader, when the process runs one (3.11+); its
     /// `unsupportedNote` says why an interpreter found is not read. Looked for on first use:
     /// a wrapped run inspects many short processes that are never sampled.
@@ -52,6 +52,17 @@ public final class ProcessInspector {
         modules = try ProcessModules(pid: tgid)
         unwinder = SnapshotUnwinder(modules: modules)
         symbolizer = Symbolizer(modules: modules, debugDirectories: debugDirectories, debuginfod: debuginfod)
+    }
+
+    /// After an exec: the process's name and executable are the new program's.
+    public func reidentify() {
+        if let text = try? ProcFS.readText("/proc/\(pid)/status", pid: pid), let status = ProcStatus.parse(text) {
+            name = status.name
+        }
+        executablePath = (try? ProcFS.readLink("/proc/\(pid)/exe", pid: pid)) ?? executablePath
+        // The new program may (no longer) be a Python interpreter.
+        pythonLookedFor = false
+        pythonReader = nil
     }
 
     /// Re-reads the memory map when it changed (dlopen, exec).

@@ -29,8 +29,10 @@ public final class StallMonitor {
     private let classifier: ThreadStateClassifier
     private let log: (String) -> Void
     private let wallClockOffset: Double
-    private let processInfo: ReportProcessInfo
-    private let threadInfo: ReportThreadInfo
+    private var processInfo: ReportProcessInfo
+    private var threadInfo: ReportThreadInfo
+    /// The main thread's name at the latest probe: a change means the process exec'd.
+    private var lastComm: String?
     private let hostname: String
 
     // Per-episode agent statistics (reset when a new busy episode starts).
@@ -92,6 +94,15 @@ public final class StallMonitor {
     /// fsync): a running thread then counts as in I/O, since /proc shows only "running" while
     /// a write copies into the page cache.
     private var ioHint = false
+    /// The blocked call in which the latest sample found a lock-acquiring function (a
+    /// semaphore-based lock such as Python's waits in a plain futex wait that /proc cannot
+    /// tell from any other): while the thread stays in that very call, it waits on a lock.
+    private var lockHintSyscall: ProcSyscallInfo?
+    /// Functions that acquire a lock by waiting in a futex /proc does not show as a mutex's.
+    static let lockAcquireFrames = [
+        "PyThread_acquire_lock*", "sem_wait*", "sem_timedwait*", "sem_clockwait*", "__new_sem_wait*",
+        "pthread_rwlock_*lock*", "pthread_mutex_*lock*", "__lll_lock_wait*",
+    ]
     /// Syscalls a process parks in when it has no event loop (nginx's master, supervisors):
     /// idle until a loop wait is known, then ordinary blocking calls.
     static let parkingSyscalls: Set<Int> = [130, 128, 34]  // rt_sigsuspend, rt_sigtimedwait, pause
@@ -130,11 +141,10 @@ public final class StallMonitor {
             configuration: DetectorConfiguration(
                 threshold: options.threshold, launchThreshold: options.launchThreshold,
                 sampleInterval: options.sampleInterval,
-                startsInLaunchPhase: age.map { $0 < options.launchThreshold } ?? false,
-                loopTurnEvidence: loopTurnEvidence))
+                startsInLaunchPhase: age.map { $0 < options.launchThreshold || options.batchThreshold != nil } ?? false,
+                loopTurnEvidence: loopTurnEvidence, batchThreshold: options.batchThreshold))
         wallClockOffset = Date().timeIntervalSince1970 - MonotonicTime.seconds()
-        let commandLine = (try? ProcFS.readBytes("/proc/\(inspector.pid)/cmdline", pid: inspector.pid))
-            .map { $0.split(separator: 0).map { String(decoding: $0, as: UTF8.self) } }
+        let commandLine = StallMonitor.commandLine(pid: inspector.pid)
         processInfo = ReportProcessInfo(
             pid: inspector.pid, name: inspector.name, path: inspector.executablePath,
             buildId: inspector.mainModule?.image?.buildID, commandLine: commandLine, unit: options.unit)
@@ -266,14 +276,55 @@ public final class StallMonitor {
             finished = true
             return false
         }
-        if detector.wantsSample(at: now) { sample(at: now, activity: observation.activity) }
+        if detector.wantsSample(at: now) {
+            // A shim that exec'd its program keeps its name (pyenv's `pytest` bash script
+            // becomes the `pytest` Python script): the executable says it. Checked before a
+            // sample, so the sample is read with the new program's modules.
+            if detector.phase == .batch, executableChanged() { noteExec(at: now) }
+            sample(at: now, activity: observation.activity)
+        }
         if detector.isStalled { checkKillAfter(at: now) }
         if now >= nextModuleCheck {
             // exec or dlopen changes the maps; re-reading them costs ~100 µs, once a second.
-            _ = try? inspector.refreshModules()
+            if (try? inspector.refreshModules()) == true, executableChanged() { noteExec(at: now) }
             nextModuleCheck = now + 1
         }
         return true
+    }
+
+    /// The process replaced its program (exec, e.g. pyenv's `bash` shim starting python): name
+    /// it by what it runs now, forget what belonged to the old program (its modules, wait
+    /// sites, loop and runner frames), and start its watch afresh.
+    private func noteExec(at now: Double) {
+        handle(detector.noteExec(at: now))
+        inspector.reidentify()
+        _ = try? inspector.refreshModules()
+        processInfo = ReportProcessInfo(
+            pid: inspector.pid, name: inspector.name, path: inspector.executablePath,
+            buildId: inspector.mainModule?.image?.buildID, commandLine: StallMonitor.commandLine(pid: inspector.pid))
+        threadInfo = ReportThreadInfo(tid: inspector.pid, name: inspector.threadName(inspector.pid) ?? inspector.name)
+        summary.name = inspector.name
+        frameCache.removeAll()
+        canonicalWaitSites.removeAll()
+        homeWaits = HomeWaitTracker()
+        lastWaitSite = nil
+        lockWaitSites.removeAll()
+        learnedLoopSites.removeAll()
+        loopFrameUnion.removeAll()
+        detector.setLoopFrames([])
+        lastClassification = nil
+        busyFrameCache = nil
+        ioHint = false
+    }
+
+    private func executableChanged() -> Bool {
+        guard let path = try? ProcFS.readLink("/proc/\(inspector.pid)/exe", pid: inspector.pid) else { return false }
+        return path != inspector.executablePath
+    }
+
+    static func commandLine(pid: Int32) -> [String]? {
+        (try? ProcFS.readBytes("/proc/\(pid)/cmdline", pid: pid))
+            .map { $0.split(separator: 0).map { String(decoding: $0, as: UTF8.self) } }
     }
 
     /// With the loop probe, episode edges are the loop's own: a busy episode ends at the first
@@ -370,6 +421,8 @@ public final class StallMonitor {
             return ThreadObservation(time: now, activity: .idle, cpuNanos: lastCPUNanos, runQueueNanos: lastRunQueueNanos)
         }
         guard let stat = probe.stat() else { return ThreadObservation(time: now, activity: .gone) }
+        if let last = lastComm, last != stat.name { noteExec(at: now) }
+        lastComm = stat.name
         let sched = probe.schedstat()
         var activity = classify(state: stat.state, syscall: syscall)
         if activity == .idle, waitVerdict == .nested {
@@ -382,9 +435,19 @@ public final class StallMonitor {
             activity = .idle
         } else if activity == .running, ioHint {
             activity = .ioWait
+        } else if activity == .blockedCall, let hint = lockHintSyscall, syscall == hint {
+            activity = .lockWait
         }
         if activity == .idle, !options.busyFramePatterns.isEmpty, let syscall, isBusyByFrame(syscall: syscall) {
             activity = .blockedCall
+        }
+        if activity == .blockedCall, detector.phase == .batch, let number = syscall?.syscallNumber,
+           StallMonitor.childWaitSyscalls.contains(number)
+        {
+            // A batch parent waiting for its child (a shell running a test binary, make's
+            // recursion) is not stalled: the child is watched itself. The clock pauses as if
+            // stopped, and nothing is sampled.
+            activity = .stopped
         }
         resetEpisodeStatisticsIfNeeded()
         lastCPUNanos = sched?.cpuNanos ?? lastCPUNanos
@@ -541,19 +604,56 @@ public final class StallMonitor {
                 episodeWithoutStop += 1
                 capturesWithoutStop += 1
             }
-            let frames = inspector.symbolizer.symbolize(stack)
             var sampled: [SampledFrame] = []
-            sampled.reserveCapacity(frames.count)
-            for frame in frames {
-                if frameCache.count > 50_000 { frameCache.removeAll(keepingCapacity: true) }
-                frameCache[frame.address] = frame
-                sampled.append(StallMonitor.sampledFrame(frame))
+            if detector.episodePhase == .batch {
+                // Most batch samples never make a report: names from the symbol tables are
+                // enough to tell frames apart, and DWARF (libc's alone is ~29 MB and a good part
+                // of a short run's agent CPU) is read only when a report is written. The whole
+                // episode is named this way, so its frames keep their keys once it stalls.
+                sampled = namesOnly(stack)
+            } else {
+                let frames = inspector.symbolizer.symbolize(stack)
+                sampled.reserveCapacity(frames.count)
+                for frame in frames {
+                    if frameCache.count > 50_000 { frameCache.removeAll(keepingCapacity: true) }
+                    frameCache[frame.address] = frame
+                    sampled.append(StallMonitor.sampledFrame(frame))
+                }
+            }
+            lockHintSyscall = nil
+            if activity == .blockedCall || activity == .lockWait, let info = snapshot.syscall, info.syscallNumber == 202,
+               sampled.contains(where: { frame in
+                   StallMonitor.lockAcquireFrames.contains { GlobPattern.matches($0, frame.function) }
+               })
+            {
+                lockHintSyscall = info
             }
             handle(detector.record(StackSample(time: now, activity: activity, frames: sampled)))
         } catch {
             episodeFailed += 1
             handle(detector.record(StackSample(time: now, activity: activity, frames: [])))
         }
+    }
+
+    /// A stack's frames named from the symbol tables alone (see `sample`); the same names the
+    /// full symbolization gives, minus source lines and inlined frames.
+    private func namesOnly(_ stack: UnwoundStack) -> [SampledFrame] {
+        var frames: [SymbolizedFrame] = stack.frames.enumerated().map { index, frame in
+            let lookup = frame.lookupAddress(isInnermost: index == 0)
+            guard let module = inspector.modules.module(containing: lookup) else {
+                return SymbolizedFrame(
+                    index: index, address: frame.address, stackPointer: frame.stackPointer, module: nil, modulePath: nil,
+                    buildId: nil, moduleOffset: nil, function: nil, functionOffset: nil, approximate: false)
+            }
+            return SymbolizedFrame(
+                index: index, address: frame.address, stackPointer: frame.stackPointer, module: module.name,
+                modulePath: module.path, buildId: nil, moduleOffset: module.moduleOffset(of: frame.address),
+                function: inspector.symbolizer.symbols(for: module)?.functionName(module.moduleOffset(of: lookup)),
+                functionOffset: nil, approximate: false)
+        }
+        // A test runner in Python: the test's own function is a Python frame.
+        if let python = stack.python { frames = PythonStackSplicer.splice(frames, python) }
+        return frames.map(StallMonitor.sampledFrame)
     }
 
     private func isBackInLoop(_ snapshot: ThreadSnapshot) -> Bool {

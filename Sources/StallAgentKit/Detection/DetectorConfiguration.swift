@@ -34,6 +34,28 @@ public struct DetectorConfiguration: Hashable, Codable, Sendable {
     /// (an agent short of CPU takes few); over 16 the chance is 0.15 %.
     public var minimumHeldSamples = 16
     public var usesStackRule: Bool { loopTurnEvidence == .stackRule }
+    /// Batch processes (a test runner never waits in an event loop, so neither idle probes nor
+    /// loop turns delimit its work): while the process has not been seen idle, a frame outside
+    /// the runner's own frames held in every sample for this long is a stall (phase `batch`,
+    /// see `StallDetector`). nil: no batch rule; start-up uses `launchThreshold`.
+    public var batchThreshold: Double?
+    /// Batch rule: samples that must hold the frame before it is a stall. Fewer than the loop's
+    /// stack rule: no loop can fake a held frame here, only a runner frame, and those are
+    /// excluded by `batchDispatcherFrames` and the first sample instead.
+    public var batchMinimumHeldSamples = 4
+    /// Batch rule: a held frame under which this many distinct other frames have run during one
+    /// episode is a dispatcher (the runner's loop calling test after test), not a stalled test.
+    /// A test stuck in one call shows a handful (its callees, the vDSO); a runner hundreds.
+    public var batchDispatcherFrames = 48
+    /// Batch rule: a held frame whose direct callees were this many different frames during one
+    /// episode is a dispatcher too (a C runner calling test_1, test_2, … from one loop).
+    public var batchDispatcherChildren = 6
+    /// Batch rule: the sample interval while no frame has been held for half the threshold.
+    /// Sampling is what costs a batch process (a ptrace stop of a running thread); most of its
+    /// work is short, so it is sampled slowly until something is held, then at `sampleInterval`.
+    public var batchSlowSampleInterval: Double {
+        max(sampleInterval, threshold(for: .batch) / 4)
+    }
 
     public init(
         threshold: Double = 1.0,
@@ -44,8 +66,10 @@ public struct DetectorConfiguration: Hashable, Codable, Sendable {
         startsInLaunchPhase: Bool = true,
         minimumUpdateSpacing: Double = 0.25,
         classifier: StallReasonClassifier = StallReasonClassifier(),
-        loopTurnEvidence: LoopTurnEvidence? = nil
+        loopTurnEvidence: LoopTurnEvidence? = nil,
+        batchThreshold: Double? = nil
     ) {
+        self.batchThreshold = batchThreshold
         self.loopTurnEvidence = loopTurnEvidence
         self.threshold = threshold
         self.launchThreshold = launchThreshold
@@ -63,6 +87,7 @@ public struct DetectorConfiguration: Hashable, Codable, Sendable {
         switch phase {
         case .loop: return threshold
         case .launch: return max(threshold, launchThreshold)
+        case .batch: return batchThreshold ?? threshold
         }
     }
 }

@@ -10,4 +10,7 @@ public enum LoopTurnEvidence: String, Codable, Sendable, CaseIterable {
     /// sample for the threshold. Cannot tell apart two requests served back to back through
     /// the same frame, nor work done entirely inside a loop frame (an interpreter's eval loop).
     case stackRule = "stack rule"
+    /// A batch process (never idle, no loop): its work ends when no frame held since the
+    /// episode began is left, the runner's own frames excepted (`StallDetector`, phase batch).
+    case batchRule = "batch rule"
 }

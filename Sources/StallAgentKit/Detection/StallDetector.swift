@@ -29,6 +29,15 @@
 ///   samples decide: the loop turned when no frame outside the loop's own frames (see
 ///   `setLoopFrames`) has been in every sample since the episode began, and a stall needs
 ///   such a held frame.
+/// - Batch processes (`batchThreshold` set; phase `batch` until the process is first seen idle):
+///   a test runner never waits in an event loop, so the design card's rule applies directly —
+///   a frame held in every sample past the threshold is a stall — with the runner's own frames
+///   excluded: those of the first sample (taken at once after start or exec, when the stack
+///   holds only start-up frames), frames that outlived a held piece of work beneath them
+///   (the caller of a slow test that just ended), and frames under which many different frames
+///   ran in one episode (a dispatcher calling test after test). An episode ends, and the next
+///   begins, at the sample where none of its held frames is left. Frame-generic: interpreter
+///   frames spliced into the stack count like any other.
 public struct StallDetector: Sendable {
     public let configuration: DetectorConfiguration
     /// False while the process has not yet been seen idle (start-up).
@@ -45,6 +54,10 @@ public struct StallDetector: Sendable {
     public private(set) var stackRuleTurns = 0
     /// The latest `record` call of any episode, for the sample cadence across loop turns.
     private var lastSampleAttemptAnyEpisode: Double?
+    /// Batch rule: the runner's own frames (nil until the first batch sample since start/exec).
+    private var outerFrames: Set<StallFrameTracker.Key>?
+    /// Batch rule: frames promoted to the runner's since start (for tests and reports).
+    public private(set) var runnerFramesLearned = 0
 
     /// Tolerance for comparing ages and times built by summing intervals.
     private static let epsilon = 1e-9
@@ -82,6 +95,11 @@ public struct StallDetector: Sendable {
         var anchors: Set<StallFrameTracker.Key>?
         /// Stack rule: stored samples since the anchors were set.
         var anchoredSamples = 0
+        /// Batch rule: frames seen beneath the held ones during the episode.
+        var beneath: Set<StallFrameTracker.Key> = []
+        /// Batch rule: the innermost held frame and the different frames it called directly.
+        var innermostHeld: StallFrameTracker.Key?
+        var children: Set<StallFrameTracker.Key> = []
 
         init(phase: StallPhase, startTime: Double) {
             self.phase = phase
@@ -102,7 +120,9 @@ public struct StallDetector: Sendable {
     // MARK: - State the agent may read
 
     /// The phase a busy episode starting now would have.
-    public var phase: StallPhase { hasSeenIdle ? .loop : .launch }
+    public var phase: StallPhase {
+        hasSeenIdle ? .loop : configuration.batchThreshold == nil ? .launch : .batch
+    }
     /// True while a busy episode is open (including while it is stopped).
     public var isInEpisode: Bool { episode != nil }
     /// True while the open episode has become a stall.
@@ -121,6 +141,16 @@ public struct StallDetector: Sendable {
     /// so the agent can plan its capture rather than ask every probe.
     public var nextSampleTime: Double? {
         guard let episode, let last = lastObservation, last.activity.isBusy else { return nil }
+        if episode.phase == .batch {
+            let slow = configuration.batchSlowSampleInterval
+            // The first sample of a process (or of a new program after exec) is taken at once:
+            // it defines the runner's own frames, and at start-up the stack holds nothing else
+            // (the loader, main, the interpreter's start-up), never a test yet.
+            guard let previous = episode.lastSampleAttempt ?? lastSampleAttemptAnyEpisode else { return last.time }
+            let candidate = episode.anchors?.isEmpty == false
+                && episode.age * 2 >= configuration.threshold(for: .batch)
+            return max(last.time, previous + (candidate ? configuration.sampleInterval : slow))
+        }
         guard let previous = episode.lastSampleAttempt else {
             // A new episode after a loop turn samples on the same cadence as the last one: with
             // turn evidence a saturated loop starts an episode at every probe, and sampling each
@@ -199,7 +229,12 @@ public struct StallDetector: Sendable {
         lastSampleAttemptAnyEpisode = max(lastSampleAttemptAnyEpisode ?? sample.time, sample.time)
         let storable = !sample.frames.isEmpty && sample.activity != .idle && sample.activity != .gone
         var events: [DetectorEvent] = []
-        if storable, configuration.usesStackRule {
+        if storable, current.phase == .batch {
+            episode = current
+            events += recordBatch(sample)
+            current = episode!
+            episode = nil
+        } else if storable, configuration.usesStackRule {
             let loop = loopFrames
             let outside = Set(sample.frames.map(StallFrameTracker.Key.init).filter { !loop.contains($0) })
             if let anchors = current.anchors {
@@ -233,6 +268,76 @@ public struct StallDetector: Sendable {
         }
         episode = current
         return events + (storable ? checkStackChange(at: sample.time) : [])
+    }
+
+    /// The batch rule's part of `record` (see the type's comment): updates the held frames of
+    /// the open episode and ends it where its work ended.
+    private mutating func recordBatch(_ sample: StackSample) -> [DetectorEvent] {
+        let keys = sample.frames.map(StallFrameTracker.Key.init)
+        guard var outer = outerFrames else {
+            outerFrames = Set(keys)
+            episode?.anchors = []
+            return []
+        }
+        let outside = Set(keys.filter { !outer.contains($0) })
+        guard var current = episode else { return [] }
+        guard let anchors = current.anchors else {
+            episode?.anchors = outside
+            episode?.anchoredSamples = 1
+            return []
+        }
+        let held = anchors.intersection(outside)
+        var restart = held.isEmpty
+        if !restart {
+            current.beneath.formUnion(outside.subtracting(held))
+            // Innermost first: the held frame nearest the top, and the frame just above it.
+            if let index = keys.firstIndex(where: { held.contains($0) }) {
+                if current.innermostHeld != keys[index] {
+                    current.innermostHeld = keys[index]
+                    current.children = []
+                }
+                if index > 0 { current.children.insert(keys[index - 1]) }
+            }
+            let lost = held.count < anchors.count
+            // A piece of work held for several samples ended under frames that stay: they are
+            // the runner's. So are frames under which many different frames came and went.
+            if lost && current.anchoredSamples >= configuration.batchMinimumHeldSamples
+                || current.beneath.count >= configuration.batchDispatcherFrames
+                || current.children.count >= configuration.batchDispatcherChildren
+            {
+                outer.formUnion(held)
+                outerFrames = outer
+                runnerFramesLearned += held.count
+                restart = true
+            } else if lost && current.anchoredSamples >= 2 {
+                // Work held for two samples ended: what runs now is new work (the next test),
+                // timed and named from here, not from the frames it shares with the last one.
+                // A leaf seen once (a CPU loop's callee) does not restart the episode.
+                restart = true
+            }
+        }
+        guard restart else {
+            current.anchors = held
+            current.anchoredSamples += 1
+            episode = current
+            return []
+        }
+        let events = endEpisode(at: sample.time, ending: .returnedToIdle)
+        startEpisode(at: sample.time)
+        episode?.lastSampleAttempt = sample.time
+        episode?.anchors = outside.subtracting(outer)
+        episode?.anchoredSamples = 1
+        return events
+    }
+
+    /// The process replaced its program (exec): the new one starts up afresh, with runner frames
+    /// of its own. The open episode ends here.
+    public mutating func noteExec(at time: Double) -> [DetectorEvent] {
+        let events = endEpisode(at: time, ending: .returnedToIdle)
+        outerFrames = nil
+        lastSampleAttemptAnyEpisode = nil
+        hasSeenIdle = !configuration.startsInLaunchPhase
+        return events
     }
 
     /// A capture found the thread back in its loop's own wait, between two probes: the loop
@@ -348,7 +453,13 @@ public struct StallDetector: Sendable {
         guard age + Self.epsilon >= threshold else { return [] }
         // Stack rule: a stall needs a frame outside the loop held in every sample. Before the
         // first sample (or when every capture fails) the age alone decides, as without it.
-        if configuration.usesStackRule, let anchors = current.anchors,
+        if current.phase == .batch {
+            // Batch rule: only a held frame is a stall; no sample, no stall (a run whose
+            // captures all fail must not become one long stall).
+            guard let anchors = current.anchors, !anchors.isEmpty,
+                  current.anchoredSamples >= configuration.batchMinimumHeldSamples
+            else { return [] }
+        } else if configuration.usesStackRule, let anchors = current.anchors,
            anchors.isEmpty || current.anchoredSamples < configuration.minimumHeldSamples
         {
             return []
@@ -433,6 +544,8 @@ public struct StallDetector: Sendable {
     private mutating func forgetTarget() {
         lastObservation = nil
         hasSeenIdle = !configuration.startsInLaunchPhase
+        outerFrames = nil
+        lastSampleAttemptAnyEpisode = nil
     }
 
     private func makeSnapshot(trigger: StallSnapshotTrigger, ending: StallEnding?) -> StallSnapshot {
@@ -459,7 +572,7 @@ public struct StallDetector: Sendable {
             reason: ending == .targetDied ? .died : cause, causeReason: cause, deadlock: current.deadlock,
             heaviestStack: heaviest, stallFrame: current.stallFrame.stallFrame, callTree: CallTreeNode.build(from: ring),
             fingerprint: StallFingerprint.make(reason: cause, heaviestStack: heaviest), samples: ring.samples)
-        snapshot.loopTurnEvidence = configuration.loopTurnEvidence
+        snapshot.loopTurnEvidence = current.phase == .batch ? .batchRule : configuration.loopTurnEvidence
         return snapshot
     }
 }

@@ -5,4 +5,8 @@ public enum StallPhase: String, Codable, CaseIterable, Sendable {
     case launch
     /// The process has reached its event loop at least once (`DetectorConfiguration.threshold`).
     case loop
+    /// The process has not been seen idle and is watched as a batch process (a test runner,
+    /// a compiler): a frame outside the runner's own frames held in every sample past
+    /// `DetectorConfiguration.batchThreshold` is a stall.
+    case batch
 }

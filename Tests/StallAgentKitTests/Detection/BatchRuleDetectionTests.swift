@@ -1,0 +1,145 @@
+import Testing
+
+@testable import StallAgentKit
+
+/// The batch rule in the pure detector: a test runner that never idles reports a test's frame
+/// held past the threshold, once, named by the test; its own frames and fast tests never.
+@Suite("StallDetector batch rule")
+struct BatchRuleDetectionTests {
+    /// A stack given outermost first, with each frame's CFA fixed by its depth from the root, as
+    /// on a real stack (the same runner frame keeps its CFA whatever runs beneath it).
+    static func stack(_ rootFirst: String...) -> [SampledFrame] { stack(rootFirst) }
+
+    static func stack(_ rootFirst: [String]) -> [SampledFrame] {
+        rootFirst.enumerated().map { depth, name in
+            SampledFrame(function: name, module: "app", address: 0x40_0000 + UInt64(depth) * 0x10,
+                         cfa: 0x7fff_0000 - UInt64(depth) * 0x100)
+        }.reversed()
+    }
+
+    static let runner = ["_start", "main", "run_tests"]
+
+    /// Probes every 10 ms; the stack and activity at each tick come from `at`.
+    private func drive(
+        _ detector: inout StallDetector, ticks: Range<Int>,
+        at: (Int) -> (ThreadActivity, [SampledFrame])
+    ) -> (events: [DetectorEvent], samples: Int) {
+        var events: [DetectorEvent] = []
+        var samples = 0
+        for tick in ticks {
+            let now = Double(tick) * 0.01
+            let (activity, frames) = at(tick)
+            let cpu = activity == .running ? UInt64(tick) * 10_000_000 : 0
+            events += detector.observe(ThreadObservation(time: now, activity: activity, cpuNanos: cpu))
+            if detector.wantsSample(at: now) {
+                samples += 1
+                events += detector.record(StackSample(time: now, activity: activity, frames: frames))
+            }
+        }
+        return (events, samples)
+    }
+
+    private func ended(_ events: [DetectorEvent]) -> [StallSnapshot] {
+        events.compactMap { if case .stallEnded(let s) = $0 { s } else { nil } }
+    }
+
+    private func detector(threshold: Double = 1, batch: Double? = 1) -> StallDetector {
+        StallDetector(configuration: DetectorConfiguration(
+            threshold: threshold, launchThreshold: .infinity, loopTurnEvidence: .kernelCounter, batchThreshold: batch))
+    }
+
+    /// 3 s of 20 ms tests (each its own function), one test sleeping 2 s, more fast tests.
+    @Test func oneHeldTestAmongFastOnesIsOneStallNamedByTheTest() throws {
+        var d = detector()
+        #expect(d.phase == .batch)
+        let (events, _) = drive(&d, ticks: 0..<800) { tick in
+            if tick == 0 { return (.running, Self.stack("_start", "_dl_start")) }
+            if (300..<500).contains(tick) {
+                return (.blockedCall, Self.stack(Self.runner + ["sleepy_test", "nanosleep", "clock_nanosleep"]))
+            }
+            return (.running, Self.stack(Self.runner + ["fast_test_\(tick / 2)", "compute_\(tick % 7)"]))
+        }
+        let stalls = ended(events)
+        #expect(stalls.count == 1, "\(stalls.map { $0.stallFrame?.function ?? "?" })")
+        let stall = try #require(stalls.first)
+        #expect(stall.phase == .batch)
+        #expect(stall.reason == .blocked)
+        #expect(stall.stallFrame?.function == "clock_nanosleep")
+        #expect(stall.heaviestStack?.frames.map(\.function).contains("sleepy_test") == true)
+        #expect(stall.loopTurnEvidence == .batchRule)
+        #expect(stall.duration > 1.5 && stall.duration <= 2.05, "\(stall.duration)")
+    }
+
+    /// The runner's frames were not in the first sample (it was taken in the loader) and every
+    /// test is fast: the runner is a dispatcher, never a stall, however long the run.
+    @Test func aRunnerOfFastTestsIsNeverAStall() {
+        var d = detector()
+        let (events, _) = drive(&d, ticks: 0..<1000) { tick in
+            if tick == 0 { return (.running, Self.stack("_start", "_dl_start")) }
+            // Three levels of distinct frames per test under the runner, like a real one.
+            let test = tick / 3
+            return (.running, Self.stack(Self.runner + ["test_\(test)", "helper_\(test % 7)", "leaf_\(test % 5)"]))
+        }
+        #expect(ended(events).isEmpty, "\(ended(events).map { ($0.stallFrame?.function ?? "?", $0.startTime, $0.duration) })")
+    }
+
+    /// A test held 0.8 s is under the 1 s threshold; `batchThreshold` sets the limit on its own.
+    @Test func theBatchThresholdApplies() {
+        func run(batch: Double) -> Int {
+            var d = detector(batch: batch)
+            return ended(drive(&d, ticks: 0..<300) { tick in
+                if tick == 0 { return (.running, Self.stack(Self.runner)) }
+                if (100..<180).contains(tick) { return (.running, Self.stack(Self.runner + ["slow_test"])) }
+                return (.running, Self.stack(Self.runner + ["fast_test_\(tick)"]))
+            }.events).count
+        }
+        #expect(run(batch: 1) == 0)
+        #expect(run(batch: 0.4) == 1)
+    }
+
+    /// While nothing is held, samples come at a quarter of the threshold, not every 50 ms.
+    @Test func samplingIsSlowUntilAFrameIsHeld() {
+        var d = detector()
+        let (_, samples) = drive(&d, ticks: 0..<1000) { tick in
+            (.running, Self.stack(Self.runner + ["fast_test_\(tick)"]))
+        }
+        #expect(samples <= 45, "\(samples) samples in 10 s")
+    }
+
+    /// A CPU-bound test whose loop calls helpers (seen in some samples, not others) is held in
+    /// the test's frame: one hang.
+    @Test func aCPULoopCallingHelpersIsAHang() throws {
+        var d = detector()
+        let (events, _) = drive(&d, ticks: 0..<600) { tick in
+            if tick == 0 { return (.running, Self.stack(Self.runner)) }
+            if (100..<400).contains(tick) {
+                let leaf = ["", "monotonic", "add"][tick % 3]
+                return (.running, Self.stack(Self.runner + ["spinning_test"] + (leaf.isEmpty ? [] : [leaf])))
+            }
+            return (.running, Self.stack(Self.runner + ["fast_test_\(tick)"]))
+        }
+        let stalls = ended(events)
+        #expect(stalls.count == 1)
+        #expect(stalls.first?.reason == .hang)
+        #expect(stalls.first?.stallFrame?.function == "spinning_test")
+    }
+
+    /// exec: the new program's own start-up frames are its runner frames.
+    @Test func execStartsAfresh() {
+        var d = detector()
+        _ = drive(&d, ticks: 0..<50) { _ in (.running, Self.stack("_start", "bash_main", "execve")) }
+        _ = d.noteExec(at: 0.5)
+        let (events, _) = drive(&d, ticks: 50..<400) { tick in
+            if tick < 52 { return (.running, Self.stack("_start", "py_main")) }
+            if (100..<300).contains(tick) { return (.blockedCall, Self.stack("_start", "py_main", "test_sleepy", "sleep")) }
+            return (.running, Self.stack("_start", "py_main", "fast_\(tick)"))
+        }
+        #expect(ended(events).count == 1)
+        #expect(ended(events).first?.stallFrame?.function == "sleep")
+    }
+
+    /// Without a batch threshold (`--pid`, or `--batch-threshold off`) start-up is the launch phase.
+    @Test func offMeansLaunchPhase() {
+        #expect(detector(batch: nil).phase == .launch)
+    }
+}

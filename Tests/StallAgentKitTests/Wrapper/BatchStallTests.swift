@@ -1,0 +1,168 @@
+import Foundation
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The batch rule end to end: a wrapped test runner that never idles gets one report per slow
+/// test, named by the test, with the right reason, and nothing for its fast tests.
+@Suite(.serialized) struct BatchStallTests {
+    let agent = FixtureProcess.stallagentURL
+    let fixtures = FixtureProcess.executableURL.path
+
+    struct Report {
+        var reason: String
+        var phase: String
+        var processName: String
+        var processPath: String
+        var functions: [String]
+        var files: [String]
+    }
+
+    func reports(in directory: String) throws -> [Report] {
+        try FileManager.default.contentsOfDirectory(atPath: directory).filter { $0.hasSuffix(".json") }.sorted().compactMap { name in
+            let data = try Data(contentsOf: URL(fileURLWithPath: directory).appendingPathComponent(name))
+            guard let json = try JSONSerialization.jsonObject(with: data) as? [String: Any], json["kind"] as? String == "stall",
+                  let reason = json["reason"] as? [String: Any], let process = json["process"] as? [String: Any],
+                  let heaviest = json["heaviestStack"] as? [String: Any], let frames = heaviest["frames"] as? [[String: Any]]
+            else { return nil }
+            return Report(
+                reason: reason["name"] as? String ?? "?", phase: json["phase"] as? String ?? "?",
+                processName: process["name"] as? String ?? "?", processPath: process["path"] as? String ?? "?",
+                functions: frames.compactMap { $0["function"] as? String }, files: frames.compactMap { $0["file"] as? String })
+        }
+    }
+
+    /// The one-line summaries on stderr: (reason, culprit function).
+    func summaries(_ stderr: String) -> [(reason: String, function: String)] {
+        stderr.split(separator: "\n").compactMap { line in
+            let words = line.split(separator: " ")
+            guard line.hasPrefix("stall #"), words.count > 6, let at = words.firstIndex(of: "in") else { return nil }
+            return (String(words[3]), String(words[at + 1]))
+        }
+    }
+
+    @Test func cRunnerGetsOneReportPerSlowTest() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("batch-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let result = try runCommand(agent, ["--report-dir", dir, "--", fixtures, "batch"], timeout: 120)
+        #expect(result.stdout.contains("test deadlock_test") && result.stdout.contains("done"), "\(result.stdout)")
+        #expect(result.status == 1, "the runner's status passes through: \(result.stderr)")
+        let found = summaries(result.stderr)
+        #expect(found.map(\.function) == ["sleepy_test", "spinning_test", "deadlock_test"], "\(result.stderr)")
+        let reasons = Dictionary(found.map { ($0.function, $0.reason) }, uniquingKeysWith: { a, _ in a })
+        #expect(reasons["sleepy_test"] == "blocked")
+        // On a saturated host a CPU-bound test may get less than the threshold of CPU time:
+        // the classifier then says starved, which is the truth there.
+        #expect(["hang", "starved"].contains(reasons["spinning_test"] ?? "?"))
+        #expect(["lock", "deadlock"].contains(reasons["deadlock_test"] ?? "?"))
+        let written = try reports(in: dir)
+        #expect(written.count == 3)
+        #expect(written.allSatisfy { $0.phase == "batch" })
+        #expect(!written.contains { $0.functions.contains { $0.hasPrefix("fast_test_") } }, "a fast test was reported")
+    }
+
+    /// `--batch-threshold` above the slow tests' length: nothing is reported.
+    @Test func batchThresholdApplies() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("batch-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let result = try runCommand(agent, ["--report-dir", dir, "--batch-threshold", "6s", "--", fixtures, "batch"], timeout: 120)
+        #expect(result.status == 1)
+        #expect(summaries(result.stderr).isEmpty, "\(result.stderr)")
+    }
+
+    /// A shell waiting for its child is not stalled; the child is (named by what it runs).
+    @Test func parentWaitingForChildIsNotAStall() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("batch-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let result = try runCommand(agent, ["--report-dir", dir, "--", "/bin/sh", "-c", "sleep 2.5; exit 4"], timeout: 60)
+        #expect(result.status == 4)
+        let written = try reports(in: dir)
+        #expect(!written.contains { $0.processName == "sh" }, "the waiting shell was reported")
+        #expect(written.allSatisfy { $0.processName == "sleep" && $0.reason == "blocked" }, "\(written.map(\.processName))")
+    }
+
+    static let pytestSuite = """
+        import threading, time
+
+        def test_fast_0(): assert sum(range(1000)) > 0
+        def test_fast_1(): time.sleep(0.01)
+
+        def test_sleepy():
+            time.sleep(5)
+
+        def test_fast_2(): assert [1, 2] == [1, 2]
+        def test_fast_3(): time.sleep(0.3)
+
+        def test_cpu():
+            end = time.monotonic() + 3
+            x = 0
+            while time.monotonic() < end:
+                x += 1
+
+        def test_fast_4(): time.sleep(0.3)
+
+        def test_deadlock():
+            a, b = threading.Lock(), threading.Lock()
+            both = threading.Barrier(2)
+            def partner():
+                with b:
+                    both.wait()
+                    if a.acquire(timeout=4):
+                        a.release()
+            t = threading.Thread(target=partner, name="partner")
+            with a:
+                t.start()
+                both.wait()
+                with b:
+                    pass
+            t.join()
+
+        def test_fast_5(): assert True
+        def test_fails(): assert 1 == 2
+        """
+
+    /// pytest through pyenv's shim (bash exec'ing python). The names are Python functions only
+    /// when reports carry interpreter frames (issue 9); with native frames only, the C stack
+    /// cannot tell one test from the next inside the interpreter's eval loop, so only what it
+    /// can show is asserted: the sleep as blocked, the lock as a lock, nothing from start-up,
+    /// the process named by its interpreter, pytest's status.
+    @Test func pytestRunGetsOneReportPerSlowTest() throws {
+        let probe = try runCommand(URL(fileURLWithPath: "/usr/bin/env"), ["python3", "-c", "import pytest"], timeout: 60)
+        guard probe.status == 0 else {
+            print("SKIP pytestRunGetsOneReportPerSlowTest: pytest is not importable by python3 (scripts/setup installs it)")
+            return
+        }
+        let work = FileManager.default.temporaryDirectory.appendingPathComponent("pytest-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: work) }
+        let suite = work.appendingPathComponent("test_batch.py")
+        try Self.pytestSuite.write(to: suite, atomically: true, encoding: .utf8)
+        let dir = work.appendingPathComponent("reports").path
+        let result = try runCommand(
+            agent, ["--report-dir", dir, "--", "/usr/bin/env", "python3", "-m", "pytest", "-q", "-p", "no:cacheprovider", suite.path],
+            timeout: 180)
+        #expect(result.status == 1, "pytest exits 1 with one failing test: \(result.stderr)")
+        #expect(result.stdout.contains("1 failed, 9 passed"), "\(result.stdout)")
+        let written = try reports(in: dir)
+        #expect(written.allSatisfy { $0.phase == "batch" })
+        #expect(written.allSatisfy { $0.processPath.contains("python") }, "\(written.map(\.processPath))")
+        #expect(written.count >= 2 && written.count <= 3, "\(written.map { ($0.reason, $0.functions.prefix(3)) })")
+        let sleeps = written.filter { $0.functions.contains("time_sleep") || $0.functions.contains("test_sleepy") }
+        #expect(sleeps.count == 1 && sleeps.first?.reason == "blocked")
+        let locks = written.filter { ["lock", "deadlock"].contains($0.reason) }
+        #expect(locks.count == 1)
+        let hasPythonFrames = written.contains { $0.files.contains { $0.hasSuffix(".py") } }
+        if hasPythonFrames {
+            #expect(written.count == 3)
+            for (test, reasons) in [("test_sleepy", ["blocked"]), ("test_cpu", ["hang", "starved"]), ("test_deadlock", ["lock", "deadlock"])] {
+                let named = written.filter { $0.functions.contains(test) }
+                #expect(named.count == 1, "\(test): \(named.count) reports")
+                #expect(named.allSatisfy { reasons.contains($0.reason) }, "\(test): \(named.map(\.reason))")
+            }
+        } else {
+            print("pytestRunGetsOneReportPerSlowTest: no Python frames in the reports; test names not asserted")
+        }
+    }
+}
