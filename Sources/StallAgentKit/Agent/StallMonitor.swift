@@ -652,7 +652,14 @@ public final class StallMonitor {
                 functionOffset: nil, approximate: false)
         }
         // A test runner in Python: the test's own function is a Python frame.
-        if let python = stack.python { frames = PythonStackSplicer.splice(frames, python) }
+        if let python = stack.python {
+            frames = PythonStackSplicer.splice(frames, python)
+            // Their file and line come with them at no cost: keep them for the report.
+            for frame in frames where frame.isPython {
+                if frameCache.count > 50_000 { frameCache.removeAll(keepingCapacity: true) }
+                frameCache[frame.address] = frame
+            }
+        }
         return frames.map(StallMonitor.sampledFrame)
     }
 
