@@ -10,7 +10,7 @@ import Glibc
 public final class MonitorBenchmark {
     public let fixtures: URL
     public let agentBinary: URL
-    public var log: (String) -> Void = { print($0); fflush(stdout) }
+    public var log: (String) -> Void = { print($0); fflush(nil) }
 
     public init(fixtures: URL, agentBinary: URL) {
         self.fixtures = fixtures

@@ -8,7 +8,7 @@ import Glibc
 /// One ELF file (or the vDSO's in-memory image), opened once and shared by the unwinder and
 /// the symbolizer. The bytes stay mapped so unwinding can read `.eh_frame` without a
 /// syscall; symbols are read lazily on first use.
-public final class ElfImage {
+public final class ElfImage: @unchecked Sendable {
     public struct LoadSegment: Equatable, Sendable {
         public var fileOffset: UInt64
         public var virtualAddress: UInt64
