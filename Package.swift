@@ -57,5 +57,5 @@ let package = Package(
             // Sources of programs the tests compile themselves (C, C++, Swift, Rust).
             exclude: ["Symbols/Fixtures"]),
     ],
-    swiftLanguageModes: [.v5]
+    swiftLanguageModes: [.v6]
 )

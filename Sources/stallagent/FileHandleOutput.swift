@@ -1,14 +1,30 @@
+import Foundation
+
 #if canImport(Glibc)
 import Glibc
 #endif
 
+/// Swift 6 forbids touching C's `stdout`/`stderr` globals; stdout goes through `print` (the
+/// same C buffer the rest of the program prints into, so lines keep their order) and is
+/// flushed at once, stderr is written unbuffered with write(2), as C's stderr is.
 enum FileHandleOutput {
     static func standardError(_ text: String) {
-        fputs(text, stderr)
+        // write(2), not FileHandle: a closed stderr must cost the line, not crash the agent.
+        var bytes = Array(text.utf8)[...]
+        while !bytes.isEmpty {
+            let written = bytes.withUnsafeBytes { Glibc.write(STDERR_FILENO, $0.baseAddress, $0.count) }
+            if written > 0 {
+                bytes = bytes.dropFirst(written)
+            } else if written < 0 && errno == EINTR {
+                continue
+            } else {
+                return
+            }
+        }
     }
 
     static func standardOutput(_ text: String) {
-        fputs(text, stdout)
-        fflush(stdout)
+        print(text, terminator: "")
+        fflush(nil)
     }
 }

@@ -48,7 +48,7 @@ extension StallAgentCommand {
             var command = try parseAsRoot(arguments)
             try command.run()
         } catch let end as WrappedCommandExit {
-            fflush(stdout)
+            fflush(nil)
             if let sig = end.dieOfSignal { ForwardedSignals.die(of: sig) }
             Glibc.exit(end.status)
         } catch {

@@ -19,7 +19,7 @@ final class BenchmarkFixture {
     init(_ executable: URL, _ arguments: [String], gapsPath: String? = nil, preload: String? = nil, settle: useconds_t = 0) throws {
         self.gapsPath = gapsPath
         outputURL = FileManager.default.temporaryDirectory.appendingPathComponent("bench-\(UUID().uuidString)")
-        FileManager.default.createFile(atPath: outputURL.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: outputURL.path, contents: nil)
         process.executableURL = executable
         process.arguments = arguments
         if let preload { process.environment = ["LD_PRELOAD": preload] }

@@ -12,7 +12,7 @@ public final class CaptureBenchmark {
     public let agentBinary: URL
     public var captures = 100
     public var rateHz = 20.0
-    public var log: (String) -> Void = { print($0); fflush(stdout) }
+    public var log: (String) -> Void = { print($0); fflush(nil) }
 
     public init(fixtures: URL, agentBinary: URL) {
         self.fixtures = fixtures

@@ -10,7 +10,7 @@ import Glibc
 public final class MonitorBenchmark {
     public let fixtures: URL
     public let agentBinary: URL
-    public var log: (String) -> Void = { print($0); fflush(stdout) }
+    public var log: (String) -> Void = { print($0); fflush(nil) }
 
     public init(fixtures: URL, agentBinary: URL) {
         self.fixtures = fixtures
@@ -24,7 +24,7 @@ public final class MonitorBenchmark {
     /// Runs the real CLI against a pid for `seconds`; returns its exit summary text.
     private func runAgent(pid: Int32, seconds: Double, extra: [String] = []) throws -> String {
         let err = FileManager.default.temporaryDirectory.appendingPathComponent("mbench-agent-\(UUID().uuidString)")
-        FileManager.default.createFile(atPath: err.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: err.path, contents: nil)
         defer { unlink(err.path) }
         let dir = reportDir()
         defer { try? FileManager.default.removeItem(atPath: dir) }

@@ -9,7 +9,7 @@ import Glibc
 /// module costs, what every later frame costs, and the memory the tables keep.
 public struct SymbolizationBenchmark {
     public var lookups = 2000
-    public var log: (String) -> Void = { print($0); fflush(stdout) }
+    public var log: (String) -> Void = { print($0); fflush(nil) }
 
     public init() {}
 

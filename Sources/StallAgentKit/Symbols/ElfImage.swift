@@ -8,7 +8,7 @@ import Glibc
 /// One ELF file (or the vDSO's in-memory image), opened once and shared by the unwinder and
 /// the symbolizer. The bytes stay mapped so unwinding can read `.eh_frame` without a
 /// syscall; symbols are read lazily on first use.
-public final class ElfImage {
+public final class ElfImage: @unchecked Sendable {
     public struct LoadSegment: Equatable, Sendable {
         public var fileOffset: UInt64
         public var virtualAddress: UInt64
@@ -34,7 +34,9 @@ public final class ElfImage {
     private let ownsMapping: Bool
     /// The libelf handle, for the symbol and DWARF readers of this module.
     private(set) var elf: OpaquePointer?
-    private lazy var symbolTable: ElfSymbolTable = ElfSymbolTable(elfs: [elf].compactMap { $0 })
+    /// Built on first use, under a lock: one image is shared by every monitor of a host agent.
+    private let symbolTable = LazyBox<ElfSymbolTable>()
+    private let crc = LazyBox<UInt32>()
     /// Debug companions found for this image, keyed by the debug image (nil key: none), so
     /// the merged tables and DWARF are built once per pair of files.
     let companions = Mutex<[ObjectIdentifier?: ModuleSymbols]>([:])
@@ -159,7 +161,7 @@ public final class ElfImage {
     // MARK: Symbols
 
     public func symbol(forVirtualAddress vaddr: UInt64) -> ElfSymbolTable.Match? {
-        symbolTable.lookup(vaddr)
+        symbolTable.get { ElfSymbolTable(elfs: [elf].compactMap { $0 }) }.lookup(vaddr)
     }
 
     /// The virtual address of a named symbol of any type (e.g. a data object), or nil.
@@ -201,7 +203,7 @@ public final class ElfImage {
     var fileBytes: UnsafeRawBufferPointer { UnsafeRawBufferPointer(bytes) }
 
     /// CRC-32 of the whole file, as `.gnu_debuglink` records it; computed on first use.
-    public private(set) lazy var contentCRC: UInt32 = DebugLink.crc32(UnsafeRawBufferPointer(bytes))
+    public var contentCRC: UInt32 { crc.get { DebugLink.crc32(UnsafeRawBufferPointer(bytes)) } }
 
     /// True when the file carries DWARF (`-g` build or a debug file).
     public var hasDebugInfo: Bool { section(named: ".debug_info") != nil || section(named: ".zdebug_info") != nil }

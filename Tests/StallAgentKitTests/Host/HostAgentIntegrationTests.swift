@@ -24,7 +24,7 @@ import Glibc
         _ arguments: [String], environment: [String: String] = [:], journalStderr: Bool = false, executable: URL? = nil
     ) throws -> (Process, String) {
         let stderrPath = FileManager.default.temporaryDirectory.appendingPathComponent("agent-\(UUID().uuidString).err").path
-        FileManager.default.createFile(atPath: stderrPath, contents: nil)
+        _ = FileManager.default.createFile(atPath: stderrPath, contents: nil)
         var env = ProcessInfo.processInfo.environment.filter { !["NOTIFY_SOCKET", "JOURNAL_STREAM", "WATCHDOG_USEC", "STATE_DIRECTORY"].contains($0.key) }
         if journalStderr {
             var info = stat()
@@ -192,9 +192,9 @@ import Glibc
             environment: ["STALLAGENT_CGROUP_ROOT": root, "SYSTEMD_UNIT_PATH": units, "STALLAGENT_SYSTEMCTL": "/bin/false"])
         usleep(500_000)
         // The template defines the instance; its cgroup exists but is empty (inactive).
-        FileManager.default.createFile(atPath: units + "/demo@.service", contents: Data())
+        _ = FileManager.default.createFile(atPath: units + "/demo@.service", contents: Data())
         try FileManager.default.createDirectory(atPath: unitDir, withIntermediateDirectories: true)
-        FileManager.default.createFile(atPath: unitDir + "/cgroup.procs", contents: Data())
+        _ = FileManager.default.createFile(atPath: unitDir + "/cgroup.procs", contents: Data())
         usleep(500_000)
         let fixture = try FixtureProcess(["loop", "--script", "idle:0.5,spin:1.3", "--gap", "0.3"])
         // A younger process whose parent is also outside the cgroup: not the main one.
@@ -273,7 +273,7 @@ import Glibc
         defer { try? FileManager.default.removeItem(atPath: dir) }
         for i in 0..<8 {
             for ext in ["txt", "json"] {
-                FileManager.default.createFile(atPath: "\(dir)/old_\(i)_20200101-000000_hang_1.\(ext)", contents: Data(repeating: 65, count: 100))
+                _ = FileManager.default.createFile(atPath: "\(dir)/old_\(i)_20200101-000000_hang_1.\(ext)", contents: Data(repeating: 65, count: 100))
             }
         }
         let fixture = try FixtureProcess(["loop", "--script", "spin:1.3", "--gap", "0.3", "--exit-when-done"])
@@ -294,7 +294,7 @@ import Glibc
         let mount = try runCommand(URL(fileURLWithPath: "/bin/mount"), ["-t", "tmpfs", "-o", "size=16k", "tmpfs", mountPoint])
         try #require(mount.status == 0, "\(mount.stderr)")
         defer { _ = try? runCommand(URL(fileURLWithPath: "/bin/umount"), [mountPoint]) }
-        FileManager.default.createFile(atPath: mountPoint + "/fill", contents: Data(repeating: 0, count: 12 * 1024))
+        _ = FileManager.default.createFile(atPath: mountPoint + "/fill", contents: Data(repeating: 0, count: 12 * 1024))
         let fixture = try FixtureProcess(["loop", "--script", "spin:1.3", "--gap", "0.3", "--exit-when-done"])
         let result = try runCommand(agent, [
             "--pid", "\(fixture.pid)", "--report-dir", mountPoint + "/reports", "--metrics-file", mountPoint + "/m.prom",

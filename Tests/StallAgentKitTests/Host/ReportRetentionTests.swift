@@ -14,13 +14,13 @@ import Glibc
         for i in 0..<count {
             for ext in ["txt", "json"] {
                 let path = "\(dir)/app_\(100 + i)_20261121-1000\(String(format: "%02d", i))_hang_1.\(ext)"
-                FileManager.default.createFile(atPath: path, contents: Data(repeating: 65, count: 500))
+                _ = FileManager.default.createFile(atPath: path, contents: Data(repeating: 65, count: 500))
                 let time = now - Double(i) * 3600
                 var times = [timespec(tv_sec: Int(time), tv_nsec: 0), timespec(tv_sec: Int(time), tv_nsec: 0)]
                 utimensat(AT_FDCWD, path, &times, 0)
             }
         }
-        FileManager.default.createFile(atPath: dir + "/notes.txt", contents: Data("mine".utf8))
+        _ = FileManager.default.createFile(atPath: dir + "/notes.txt", contents: Data("mine".utf8))
         return dir
     }
 

@@ -106,11 +106,12 @@ import Glibc
 
     @Test func stoppedProcessIsNotAStall() throws {
         let fixture = try FixtureProcess(["idle"])
+        let pid = fixture.pid
         let stopper = Thread {
             usleep(300_000)
-            kill(fixture.pid, SIGSTOP)
+            kill(pid, SIGSTOP)
             usleep(3_000_000)
-            kill(fixture.pid, SIGCONT)
+            kill(pid, SIGCONT)
         }
         stopper.start()
         let (summary, reportDir) = try watch(pid: fixture.pid, duration: 4.5)

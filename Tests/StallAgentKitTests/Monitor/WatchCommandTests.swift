@@ -27,7 +27,7 @@ import Glibc
             #expect(refused.stderr.contains("Error: --"), "\(arguments): \(refused.stderr)")
         }
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("not-a-dir-\(UUID().uuidString)").path
-        FileManager.default.createFile(atPath: file, contents: Data("x".utf8))
+        _ = FileManager.default.createFile(atPath: file, contents: Data("x".utf8))
         defer { unlink(file) }
         let notDir = try runCommand(agent, ["--pid", "\(fixture.pid)", "--report-dir", file, "--duration", "1s"])
         #expect(notDir.status == 73, "\(notDir.stderr)")

@@ -38,7 +38,7 @@ final class FixtureProcess {
     ) throws {
         outputURL = FileManager.default.temporaryDirectory
             .appendingPathComponent("fixture-\(UUID().uuidString).out")
-        FileManager.default.createFile(atPath: outputURL.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: outputURL.path, contents: nil)
         process.executableURL = executable
         process.arguments = arguments
         process.standardOutput = try FileHandle(forWritingTo: outputURL)
@@ -121,8 +121,8 @@ func runCommand(_ url: URL, _ arguments: [String], timeout: Double = 60) throws 
     process.arguments = arguments
     let out = FileManager.default.temporaryDirectory.appendingPathComponent("cmd-\(UUID().uuidString).out")
     let err = FileManager.default.temporaryDirectory.appendingPathComponent("cmd-\(UUID().uuidString).err")
-    FileManager.default.createFile(atPath: out.path, contents: nil)
-    FileManager.default.createFile(atPath: err.path, contents: nil)
+    _ = FileManager.default.createFile(atPath: out.path, contents: nil)
+    _ = FileManager.default.createFile(atPath: err.path, contents: nil)
     defer {
         try? FileManager.default.removeItem(at: out)
         try? FileManager.default.removeItem(at: err)

@@ -30,7 +30,7 @@ import Glibc
         try FileManager.default.copyItem(at: FixtureProcess.executableURL, to: hostile)
         let junit = dir.appendingPathComponent("stalls.xml")
         let summary = dir.appendingPathComponent("summary.md")
-        FileManager.default.createFile(atPath: summary.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: summary.path, contents: nil)
 
         let process = Process()
         process.executableURL = agent
@@ -43,7 +43,7 @@ import Glibc
         environment["GITHUB_STEP_SUMMARY"] = summary.path
         process.environment = environment
         let out = dir.appendingPathComponent("stdout")
-        FileManager.default.createFile(atPath: out.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: out.path, contents: nil)
         process.standardOutput = try FileHandle(forWritingTo: out)
         process.standardError = FileHandle.nullDevice
         try process.run()

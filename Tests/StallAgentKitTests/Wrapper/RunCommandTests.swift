@@ -37,7 +37,7 @@ import Glibc
         #expect(try run(["--threshold", "soon", "--", "/bin/true"]).0.status == 125)
         #expect(try run(["--on-stall", "maybe", "--", "/bin/true"]).0.status == 125)
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("rf-\(UUID().uuidString)").path
-        FileManager.default.createFile(atPath: file, contents: Data())
+        _ = FileManager.default.createFile(atPath: file, contents: Data())
         defer { unlink(file) }
         #expect(try runCommand(agent, ["--report-dir", file, "--", "/bin/true"]).status == 125)
     }
@@ -46,7 +46,7 @@ import Glibc
     /// command exits, and then exits with its status.
     @Test func signalsAreForwarded() throws {
         let out = FileManager.default.temporaryDirectory.appendingPathComponent("sig-\(UUID().uuidString)")
-        FileManager.default.createFile(atPath: out.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: out.path, contents: nil)
         defer { unlink(out.path) }
         let process = Process()
         process.executableURL = agent
