@@ -13,7 +13,7 @@ public struct PythonCaptureBenchmark {
     public var captures = 200
     /// Python frames on the stack (a recursion under the spinning function).
     public var depth = 30
-    public var log: (String) -> Void = { print($0); fflush(stdout) }
+    public var log: (String) -> Void = { print($0); fflush(nil) }
 
     public init(python: String) { self.python = python }
 

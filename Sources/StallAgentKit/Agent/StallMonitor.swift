@@ -149,9 +149,9 @@ public final class StallMonitor {
             pid: inspector.pid, name: inspector.name, path: inspector.executablePath,
             buildId: inspector.mainModule?.image?.buildID, commandLine: commandLine, unit: options.unit)
         threadInfo = ReportThreadInfo(tid: inspector.pid, name: inspector.threadName(inspector.pid) ?? inspector.name)
-        var host = [CChar](repeating: 0, count: 256)
+        var host = [UInt8](repeating: 0, count: 256)
         gethostname(&host, host.count - 1)
-        hostname = String(cString: host)
+        hostname = String(decoding: host.prefix { $0 != 0 }, as: UTF8.self)
         summary = MonitorSummary(
             pid: inspector.pid, name: inspector.name, watchedSeconds: 0,
             reportDirectory: URL(fileURLWithPath: options.reportDirectory).standardizedFileURL.path)

@@ -10,7 +10,7 @@ import Glibc
 /// agent's peak RSS (VmHWM).
 public final class WrapperBenchmark {
     public let agentBinary: URL
-    public var log: (String) -> Void = { print($0); fflush(stdout) }
+    public var log: (String) -> Void = { print($0); fflush(nil) }
     private let work: URL
 
     public init(agentBinary: URL) {

@@ -76,10 +76,10 @@ extension HostAgentIntegrationTests {
             environment: ["STALLAGENT_CGROUP_ROOT": root, "SYSTEMD_UNIT_PATH": units, "STALLAGENT_SYSTEMCTL": "/bin/false"])
         defer { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
         #expect(waitForText(stderrPath, "unit web.service not found"))
-        FileManager.default.createFile(atPath: units + "/web.service", contents: Data())
+        _ = FileManager.default.createFile(atPath: units + "/web.service", contents: Data())
         #expect(waitForText(stderrPath, "unit web.service is not running (it has no cgroup)"))
         try FileManager.default.createDirectory(atPath: unitDir, withIntermediateDirectories: true)
-        FileManager.default.createFile(atPath: unitDir + "/cgroup.procs", contents: Data())
+        _ = FileManager.default.createFile(atPath: unitDir + "/cgroup.procs", contents: Data())
         #expect(waitForText(stderrPath, "unit web.service has no processes"))
 
         let master = try FixtureProcess(["park"])
