@@ -343,6 +343,9 @@ public final class StallMonitor {
         var path: String?
         do {
             path = try writer.write(report, folded: nil).text
+        } catch ReportWriteError.formatsFailed(let paths, let failures) {
+            path = paths.text
+            log("stallagent: warning: snapshot report written without \(failures.joined(separator: "; "))")
         } catch {
             log("stallagent: warning: could not write the snapshot report: \(error)")
         }
@@ -654,7 +657,9 @@ public final class StallMonitor {
     private func context(for snapshot: StallSnapshot) -> StallReportContext {
         let pauses = Percentiles(episodePauses)
         let images = inspector.modules.modules.map {
-            ReportBinaryImage(start: $0.start, end: $0.end, name: $0.name, path: $0.path, buildId: $0.image?.buildID)
+            ReportBinaryImage(
+                start: $0.start, end: $0.end, name: $0.name, path: $0.path, buildId: $0.image?.buildID,
+                unavailable: $0.unavailable?.rawValue)
         }
         return StallReportContext(
             process: processInfo, thread: threadInfo, wallClockOffset: wallClockOffset,
@@ -677,6 +682,10 @@ public final class StallMonitor {
         do {
             reportPaths[snapshot.id] = try writer.write(report, folded: folded)
             if firstWritten[snapshot.id] == nil { firstWritten[snapshot.id] = MonotonicTime.seconds() }
+        } catch ReportWriteError.formatsFailed(let paths, let failures) {
+            reportPaths[snapshot.id] = paths
+            if firstWritten[snapshot.id] == nil { firstWritten[snapshot.id] = MonotonicTime.seconds() }
+            log("stallagent: warning: stall #\(snapshot.id): report written without \(failures.joined(separator: "; "))")
         } catch {
             // A full disk must not stop the watch: warn, keep monitoring, try again next update.
             log("stallagent: warning: could not write the report for stall #\(snapshot.id): \(error)")

@@ -5,7 +5,10 @@ public enum FoldedStackRenderer {
     public static func render(_ snapshot: StallSnapshot, resolve: (SampledFrame) -> String) -> String {
         var counts: [String: Int] = [:]
         for sample in snapshot.samples where !sample.frames.isEmpty {
-            let stack = sample.frames.reversed().map { sanitize(resolve($0)) }.joined(separator: ";")
+            // Folded like the call tree, so a runaway recursion gives a bounded line.
+            let (frames, folded) = CallTreeNode.depthLimited(Array(sample.frames.reversed()))
+            let stack = frames.map { $0.map { sanitize(resolve($0)) } ?? CallTreeNode.foldedMarker(folded) }
+                .joined(separator: ";")
             counts[stack, default: 0] += 1
         }
         // Sorted so the same samples always give the same file (flame graph tools sort anyway).

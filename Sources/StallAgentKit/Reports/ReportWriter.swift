@@ -57,17 +57,26 @@ public final class ReportWriter: Sendable {
     }
 
     /// `stem` overrides the name derived from the report (a rewrite of an existing file).
+    /// Each format is rendered on its own: one that cannot be rendered is left out (and named
+    /// in the thrown `ReportWriteError.formatsFailed` after the others are written), so a
+    /// report never fails as a whole. A failure to store (a full disk) writes nothing.
     public func write(_ r: StallReport, folded: String?, stem: String? = nil) throws -> ReportPaths {
         let base = directory + "/" + (stem ?? fileStem(for: r))
         let paths = ReportPaths(text: base + ".txt", json: base + ".json", folded: folded.map { _ in base + ".folded" })
+        var failed: [String] = []
         // The text goes last: whoever sees it (the summary line points there) finds the rest.
-        var files: [(path: String, bytes: Data)] = [(paths.json, try StallReportJSONRenderer.render(r))]
+        var files: [(path: String, bytes: Data)] = []
+        do {
+            files.append((paths.json, try StallReportJSONRenderer.render(r)))
+        } catch {
+            failed.append("JSON: \(ReportWriteError.describe(error))")
+        }
         if let folded, let path = paths.folded { files.append((path, Data(folded.utf8))) }
         files.append((paths.text, Data(StallReportTextRenderer.render(r).utf8)))
 
         var staged: [String] = []
         do {
-            for file in files { staged.append(try AtomicFile.stage(file.bytes, nextTo: file.path)) }
+            for file in files { staged.append(try AtomicFile.stage(file.bytes, nextTo: file.path, mode: Self.fileMode)) }
             for (temp, file) in zip(staged, files) where rename(temp, file.path) != 0 {
                 throw StallAgentError.system(operation: "rename \(temp) to \(file.path)", errno: errno)
             }
@@ -82,8 +91,13 @@ public final class ReportWriter: Sendable {
             for path in [previous.text, previous.json, previous.folded].compactMap({ $0 }) { unlink(path) }
         }
         syncDirectory()
+        if !failed.isEmpty { throw ReportWriteError.formatsFailed(paths: paths, failures: failed) }
         return paths
     }
+
+    /// Report files: readable by the agent's user and group only (they hold command lines,
+    /// paths and addresses of the watched process).
+    public static let fileMode: mode_t = 0o640
 
     /// Makes the renames durable; a failure here loses nothing already visible, so it is ignored.
     private func syncDirectory() {
@@ -97,7 +111,7 @@ public final class ReportWriter: Sendable {
         var prefix = path.hasPrefix("/") ? "" : "."
         for component in path.split(separator: "/") {
             prefix += "/" + component
-            if mkdir(prefix, 0o755) != 0 && errno != EEXIST {
+            if mkdir(prefix, 0o750) != 0 && errno != EEXIST {
                 throw refuse("cannot create \(prefix): \(errorText(errno))")
             }
         }
@@ -114,6 +128,29 @@ public final class ReportWriter: Sendable {
 
     private static func errorText(_ code: Int32) -> String {
         String(cString: strerror(code))
+    }
+}
+
+/// A report written without some of its formats.
+public enum ReportWriteError: Error, CustomStringConvertible {
+    case formatsFailed(paths: ReportPaths, failures: [String])
+
+    public var description: String {
+        switch self {
+        case .formatsFailed(let paths, let failures):
+            return "\(failures.joined(separator: "; ")) (the other formats were written: \(paths.text))"
+        }
+    }
+
+    /// The error without the data: Foundation's encoding errors print the whole value they
+    /// failed on (a report with its command line and every frame), which must not reach a log.
+    static func describe(_ error: any Error) -> String {
+        switch error {
+        case EncodingError.invalidValue(_, let context):
+            return "cannot encode the value at \(context.codingPath.count) levels deep: \(context.debugDescription.prefix(200))"
+        default:
+            return String(String(describing: error).prefix(300))
+        }
     }
 }
 

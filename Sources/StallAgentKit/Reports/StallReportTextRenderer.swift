@@ -26,7 +26,8 @@ public enum StallReportTextRenderer {
         for image in r.binaryImages {
             out.append(
                 "  0x\(String(image.start, radix: 16)) - 0x\(String(image.end, radix: 16)) \(image.name) "
-                    + "<\(image.buildId ?? "no build-id")> \(image.path)")
+                    + "<\(image.buildId ?? "no build-id")> \(image.path)"
+                    + (image.unavailable.map { " (unavailable: \($0))" } ?? ""))
         }
         out.append("")
         out.append(field("Agent:", agent(r.agent)))

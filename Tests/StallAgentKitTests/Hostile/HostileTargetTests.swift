@@ -1,0 +1,175 @@
+import Foundation
+import Testing
+
+@testable import StallAgentKit
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Issue 15: the watched process's owner attacks the (often root) agent through the files and
+/// strings it controls. Each test is named after its attack and runs it for real against the
+/// built agent; the tally of this suite is printed by `scripts/test`.
+@Suite(.serialized) struct HostileTests {
+    let agent = FixtureProcess.stallagentURL
+
+    // MARK: 1. SIGBUS through a truncated mapped file
+
+    /// The guard itself: a mapped image whose file is truncated reads zeros past the new end
+    /// instead of killing this (test) process, and says the file changed.
+    @Test func attack1_truncatedMappedImageReadsZerosInsteadOfSIGBUS() throws {
+        let scratch = try HostileScratch("sigbus-unit")
+        let file = try scratch.fixtureCopy()
+        let image = try ElfImage(path: file)
+        #expect(image.buildID != nil)
+        #expect(!image.changedSinceMapping)
+        #expect(truncate(file, 0) == 0)
+        // Every page of the file: the CRC reads them all.
+        _ = image.contentCRC
+        _ = image.symbol(forVirtualAddress: image.segments.first { $0.executable }?.virtualAddress ?? 0)
+        #expect(image.changedSinceMapping)
+    }
+
+    /// The attack as reported: the owner renames another program over the running executable
+    /// (maps then says "(deleted)"), waits for the agent to open the path, and truncates it.
+    /// The agent must live on and must not lend the module the impostor's build-id.
+    @Test func attack1_executableRenamedOverAndTruncatedDoesNotKillTheAgent() throws {
+        let scratch = try HostileScratch("sigbus")
+        let victim = try scratch.fixtureCopy()
+        let originalBuildID = try ElfImage(path: victim).buildID
+        let target = try FixtureProcess(
+            ["loop", "--script", "spin:0.8,spin:0.8,spin:0.8,spin:0.8,spin:0.8,spin:0.8", "--gap", "0.3"],
+            executable: URL(fileURLWithPath: victim))
+        defer { target.stop() }
+        let impostor = scratch.path("impostor")
+        try FileManager.default.copyItem(atPath: "/usr/bin/true", toPath: impostor)
+        let impostorBuildID = try ElfImage(path: impostor).buildID
+        #expect(rename(impostor, victim) == 0)
+
+        let reports = scratch.path("reports")
+        let agent = try BackgroundAgent(
+            ["--pid", "\(target.pid)", "--report-dir", reports, "--threshold", "0.4s", "--duration", "4s"],
+            stderrPath: scratch.path("agent.err"))
+        try #require(agent.waitFor("watching"), "\(agent.stderr)")
+        #expect(truncate(victim, 0) == 0)
+        let ending = agent.waitForExit(timeout: 60)
+        #expect(ending?.signaled == false && ending?.status == 0, "ending \(String(describing: ending)): \(agent.stderr.suffix(2000))")
+        let jsons = hostileJSONReports(in: reports)
+        #expect(!jsons.isEmpty, "\(agent.stderr.suffix(2000))")
+        for json in jsons {
+            let images = (json["binaryImages"] as? [[String: Any]] ?? []).filter { ($0["path"] as? String)?.hasPrefix(victim) == true }
+            #expect(!images.isEmpty)
+            for image in images {
+                let buildID = image["buildId"] as? String
+                #expect(buildID != impostorBuildID)
+                #expect(buildID == originalBuildID || image["unavailable"] as? String != nil, "\(image)")
+            }
+        }
+    }
+
+    // MARK: 2. FIFO and hung file systems
+
+    /// The owner replaces the executable by a FIFO: opening it used to block the agent
+    /// before it printed "watching".
+    @Test func attack2_moduleReplacedByFIFODoesNotBlockTheAgent() throws {
+        let scratch = try HostileScratch("fifo")
+        let victim = try scratch.fixtureCopy()
+        let target = try FixtureProcess(
+            ["loop", "--script", "spin:0.8,spin:0.8,spin:0.8,spin:0.8", "--gap", "0.3"],
+            executable: URL(fileURLWithPath: victim))
+        defer { target.stop() }
+        #expect(unlink(victim) == 0)
+        #expect(mkfifo(victim, 0o644) == 0)
+        let reports = scratch.path("reports")
+        let result = try runCommand(
+            agent, ["--pid", "\(target.pid)", "--report-dir", reports, "--threshold", "0.4s", "--duration", "2.5s"],
+            timeout: 30)
+        #expect(result.status == 0, "\(result.stderr.suffix(2000))")
+        #expect(result.stderr.contains("watching"))
+        #expect(!hostileJSONReports(in: reports).isEmpty, "\(result.stderr.suffix(2000))")
+    }
+
+    /// `symbolicate` on a report whose module path names a FIFO finishes instead of hanging.
+    @Test func attack2_symbolicateWithFIFOModulePathFinishes() throws {
+        let scratch = try HostileScratch("fifo-symbolicate")
+        let victim = try scratch.fixtureCopy()
+        let target = try FixtureProcess(
+            ["loop", "--script", "spin:2", "--gap", "0.2"], executable: URL(fileURLWithPath: victim))
+        defer { target.stop() }
+        let reports = scratch.path("reports")
+        let watched = try runCommand(
+            agent, ["--pid", "\(target.pid)", "--report-dir", reports, "--threshold", "0.4s", "--duration", "1.5s"],
+            timeout: 30)
+        try #require(watched.status == 0, "\(watched.stderr)")
+        target.stop()
+        let json = try #require(try FileManager.default.contentsOfDirectory(atPath: reports).first { $0.hasSuffix(".json") })
+        unlink(victim)
+        #expect(mkfifo(victim, 0o644) == 0)
+        let started = Date()
+        let result = try runCommand(agent, ["symbolicate", reports + "/" + json], timeout: 20)
+        #expect(Date().timeIntervalSince(started) < 15)
+        #expect(result.status == 0 || result.status == 1, "\(result.status): \(result.stderr)")
+    }
+
+    /// A file system that never answers (what a hung NFS or FUSE mount does to open/read) is
+    /// abandoned at the deadline: the caller gets nil and goes on.
+    @Test func attack2_fileWorkThatNeverAnswersIsAbandonedAtTheDeadline() throws {
+        let scratch = try HostileScratch("hang")
+        let fifo = scratch.path("never")
+        try #require(mkfifo(fifo, 0o600) == 0)
+        let io = BoundedFileIO()
+        let started = Date()
+        // A blocking open of a FIFO with no writer: the same uninterruptible-looking wait.
+        let result = io.run(deadline: 0.3) { open(fifo, O_RDONLY | O_CLOEXEC) }
+        let waited = Date().timeIntervalSince(started)
+        #expect(result == nil)
+        #expect(waited < 3, "waited \(waited) s")
+        #expect(io.abandonedWorkers == 1)
+        // The next job runs on a fresh worker.
+        #expect(io.run(deadline: 5) { 42 } == 42)
+        // Release the stuck worker (a writer lets its open return).
+        let writer = open(fifo, O_WRONLY | O_NONBLOCK | O_CLOEXEC)
+        if writer >= 0 { close(writer) }
+    }
+
+    // MARK: 3. Deep stacks
+
+    /// Runaway recursion (300 frames) used to exceed the JSON encoder's depth and lose every
+    /// format of the report, with a 145 KB error line.
+    @Test func attack3_deepRecursionStillWritesEveryFormat() throws {
+        let scratch = try HostileScratch("deep")
+        let target = try FixtureProcess(["deep", "300"])
+        defer { target.stop() }
+        let reports = scratch.path("reports")
+        let result = try runCommand(
+            agent,
+            ["--pid", "\(target.pid)", "--report-dir", reports, "--threshold", "0.4s", "--launch-threshold", "0.4s",
+             "--duration", "2s"], timeout: 30)
+        #expect(result.status == 0, "\(result.stderr.prefix(2000))")
+        #expect(result.stderr.utf8.count < 8000, "stderr is \(result.stderr.utf8.count) bytes")
+        let files = (try? FileManager.default.contentsOfDirectory(atPath: reports)) ?? []
+        #expect(files.contains { $0.hasSuffix(".txt") }, "\(files)")
+        #expect(files.contains { $0.hasSuffix(".folded") }, "\(files)")
+        let json = try #require(files.first { $0.hasSuffix(".json") }, "\(files) \(result.stderr.prefix(2000))")
+        let data = try Data(contentsOf: URL(fileURLWithPath: reports + "/" + json))
+        let report = try JSONDecoder().decode(StallReport.self, from: data)
+        let marker = report.callTree.firstNode { $0.function.hasPrefix(CallTreeNode.foldedMarkerPrefix) }
+        #expect(marker?.function.hasSuffix("levels folded") == true)
+        #expect(report.callTree.first(function: "deep_leaf_spin") != nil)
+        let text = try String(contentsOfFile: reports + "/" + json.replacingOccurrences(of: ".json", with: ".txt"), encoding: .utf8)
+        #expect(text.contains("levels folded"))
+        let folded = try String(contentsOfFile: reports + "/" + json.replacingOccurrences(of: ".json", with: ".folded"), encoding: .utf8)
+        #expect(folded.contains("levels folded;"))
+        #expect(folded.contains("deep_leaf_spin"))
+    }
+}
+
+extension CallTreeNode {
+    func firstNode(where matches: (CallTreeNode) -> Bool) -> CallTreeNode? {
+        if matches(self) { return self }
+        for child in children {
+            if let found = child.firstNode(where: matches) { return found }
+        }
+        return nil
+    }
+}
