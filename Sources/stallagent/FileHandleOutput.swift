@@ -1,14 +1,18 @@
+import StallAgentKit
+
 #if canImport(Glibc)
 import Glibc
 #endif
 
 enum FileHandleOutput {
+    /// Lines are the agent's own, but may carry target strings: no control character other
+    /// than the newline reaches the terminal.
     static func standardError(_ text: String) {
-        fputs(text, stderr)
+        fputs(TerminalSanitizer.keepingNewlines(text), stderr)
     }
 
     static func standardOutput(_ text: String) {
-        fputs(text, stdout)
+        fputs(TerminalSanitizer.keepingNewlines(text), stdout)
         fflush(stdout)
     }
 }

@@ -225,7 +225,7 @@ struct Watch: ParsableCommand {
 @discardableResult
 func watchAndSummarize(_ monitor: StallMonitor) -> MonitorSummary {
     FileHandleOutput.standardError(
-        "stallagent: watching \(monitor.inspector.name) [\(monitor.inspector.pid)]'s main thread; reports → \(monitor.summary.reportDirectory)\n")
+        "stallagent: watching \(monitor.inspector.name.terminalSafe) [\(monitor.inspector.pid)]'s main thread; reports → \(monitor.summary.reportDirectory)\n")
     let summary = monitor.run()
     FileHandleOutput.standardError(summary.render() + "\n")
     return summary

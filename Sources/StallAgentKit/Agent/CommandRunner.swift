@@ -148,7 +148,7 @@ public final class CommandRunner {
                         let snapshot = monitor.writeSnapshotReport(at: now)
                         snapshots.append(snapshot)
                         if let path = snapshot.reportPath {
-                            log("stallagent: snapshot of \(snapshot.name) [\(snapshot.pid)] → \(path)")
+                            log("stallagent: snapshot of \(snapshot.name.terminalSafe) [\(snapshot.pid)] → \(path)")
                         }
                     }
                     terminateTree(SIGTERM)

@@ -43,14 +43,14 @@ public struct MonitorSummary: Sendable {
         var lines: [String] = []
         let ending = targetExited ? "until it exited" : (stoppedBySignal != nil ? "until interrupted" : "")
         lines.append(
-            "stallagent: watched \(name) [\(pid)] for \(Format.seconds(watchedSeconds))\(ending.isEmpty ? "" : " " + ending): "
+            "stallagent: watched \(name.terminalSafe) [\(pid)] for \(Format.seconds(watchedSeconds))\(ending.isEmpty ? "" : " " + ending): "
                 + (stalls.isEmpty ? "no stalls" : "\(stalls.count) stall\(stalls.count == 1 ? "" : "s")"))
         if !stalls.isEmpty {
             var byReason: [String: Int] = [:]
             for stall in stalls { byReason[stall.reason.name, default: 0] += 1 }
             lines.append("  by reason: " + byReason.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", "))
             if let worst = stalls.max(by: { $0.duration < $1.duration }) {
-                lines.append("  worst: #\(worst.id) \(worst.reason.hexCode) \(worst.reason.name) \(Format.seconds(worst.duration)) in \(worst.topFunction)")
+                lines.append("  worst: #\(worst.id) \(worst.reason.hexCode) \(worst.reason.name) \(Format.seconds(worst.duration)) in \(worst.topFunction.terminalSafe)")
             }
             for stall in stalls {
                 lines.append("  #\(stall.id) \(stall.reason.hexCode) \(stall.reason.name.padding(toLength: 8, withPad: " ", startingAt: 0)) \(Format.seconds(stall.duration).padding(toLength: 8, withPad: " ", startingAt: 0)) \(stall.topFunction)"

@@ -609,7 +609,7 @@ public final class StallMonitor {
                         message: "stall #\(snapshot.id) in \(inspector.name)[\(inspector.pid)] detected: main thread \(describe(snapshot, report)) for \(Format.seconds(snapshot.duration)) so far"
                             + (decision.shouldWriteReport ? "" : " (seen before: \(decision.occurrence)×)")))
                 } else if !options.quiet {
-                    log("stallagent: stall #\(snapshot.id) in \(inspector.name)[\(inspector.pid)] detected: main thread \(describe(snapshot, report)) for \(Format.seconds(snapshot.duration)) so far"
+                    log("stallagent: stall #\(snapshot.id) in \(inspector.name.terminalSafe)[\(inspector.pid)] detected: main thread \(describe(snapshot, report)) for \(Format.seconds(snapshot.duration)) so far"
                         + (decision.shouldWriteReport ? "" : " (seen before: \(decision.occurrence)×)"))
                 }
             case .stallUpdated(let snapshot):

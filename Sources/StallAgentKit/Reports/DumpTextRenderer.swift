@@ -29,7 +29,7 @@ public enum DumpTextRenderer {
                 out.append("  (stack incomplete: \(UnwindEndText.describe(end)))")
             }
         }
-        return out.joined(separator: "\n") + "\n"
+        return TerminalSanitizer.lines(out).joined(separator: "\n") + "\n"
     }
 }
 

@@ -18,15 +18,9 @@ public enum FoldedStackRenderer {
     /// ';' separates frames and a newline ends the record, so neither may appear in a name;
     /// spaces may (the count is after the last one), which keeps C++ signatures readable.
     static func sanitize(_ name: String) -> String {
-        var text = ""
-        text.reserveCapacity(name.utf8.count)
-        for character in name {
-            switch character {
-            case ";": text.append(":")
-            case "\n", "\r", "\r\n", "\t": text.append(" ")
-            default: text.append(character)
-            }
-        }
+        // Control characters (newlines too) become visible escapes; ';' cannot be escaped in
+        // this format, so it is replaced.
+        let text = TerminalSanitizer.line(name).replacingOccurrences(of: ";", with: ":")
         return text.isEmpty ? "[unknown]" : text
     }
 }

@@ -31,7 +31,8 @@ public enum StallReportTextRenderer {
         }
         out.append("")
         out.append(field("Agent:", agent(r.agent)))
-        return out.joined(separator: "\n") + "\n"
+        // Names, paths and argv come from the target: one sanitiser for every line.
+        return TerminalSanitizer.lines(out).joined(separator: "\n") + "\n"
     }
 
     private static func header(_ r: StallReport) -> [String] {

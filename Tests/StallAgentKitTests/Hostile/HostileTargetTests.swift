@@ -162,6 +162,48 @@ import Glibc
         #expect(folded.contains("levels folded;"))
         #expect(folded.contains("deep_leaf_spin"))
     }
+
+    // MARK: 4. Terminal-escape and line injection
+
+    /// The owner names the executable (and so comm) and an argument with escape sequences,
+    /// a carriage return and a newline that would forge a `stallagent:` line.
+    @Test func attack4_controlCharactersInNamesArgvAndPathsAreEscaped() throws {
+        let scratch = try HostileScratch("escape")
+        let evil = "ev\u{1b}[2J\u{1b}]0;pwned\u{07}\r\nstallagent: forged"
+        let victim = scratch.path(evil)
+        try FileManager.default.copyItem(atPath: FixtureProcess.executableURL.path, toPath: victim)
+        let log = scratch.path("log\u{1b}[31m\nstallagent: forged too")
+        let target = try FixtureProcess(
+            ["loop", "--script", "spin:1.2,spin:1.2", "--gap", "0.3", "--log", log], executable: URL(fileURLWithPath: victim))
+        defer { target.stop() }
+        let reports = scratch.path("reports")
+        let result = try runCommand(
+            agent, ["--pid", "\(target.pid)", "--report-dir", reports, "--threshold", "0.4s", "--duration", "2.5s"],
+            timeout: 30)
+        #expect(result.status == 0, "\(result.stderr)")
+        func clean(_ text: String, _ what: String) {
+            let controls = text.unicodeScalars.filter { ($0.value < 0x20 && $0 != "\n") || $0.value == 0x7f }
+            #expect(controls.isEmpty, "\(what) carries control characters \(controls.map { $0.value })")
+            #expect(!text.split(separator: "\n").contains { $0.hasPrefix("stallagent: forged") }, "\(what) has a forged line")
+        }
+        clean(result.stderr, "stderr")
+        #expect(result.stderr.contains("\\x1b"), "\(result.stderr)")
+        let files = (try? FileManager.default.contentsOfDirectory(atPath: reports)) ?? []
+        let text = try #require(files.first { $0.hasSuffix(".txt") }, "\(files)")
+        let rendered = try String(contentsOfFile: reports + "/" + text, encoding: .utf8)
+        clean(rendered, ".txt")
+        #expect(rendered.contains("\\x1b[2J"))
+        let folded = try #require(files.first { $0.hasSuffix(".folded") })
+        clean(try String(contentsOfFile: reports + "/" + folded, encoding: .utf8), ".folded")
+        // JSON keeps the real bytes, in its own escaping.
+        let json = try #require(hostileJSONReports(in: reports).first)
+        #expect((json["process"] as? [String: Any])?["path"] as? String == victim)
+        // `dump` prints the same names.
+        let dump = try runCommand(agent, ["dump", "--pid", "\(target.pid)"], timeout: 30)
+        #expect(dump.status == 0, "\(dump.stderr)")
+        clean(dump.stdout, "dump")
+        #expect(dump.stdout.contains("\\x1b"))
+    }
 }
 
 extension CallTreeNode {
