@@ -210,9 +210,11 @@ public final class CommandRunner {
     /// watching new ones (the command always; others filtered by `--follow`).
     private func discoverDescendants(at now: Double) {
         let me = getpid()
+        // The agent's own stop guardian (stop_guard.h) is a child too, not the command's.
+        let guardian = sa_stop_guard_pid()
         var parents: [Int32: Int32] = [:]
         var names: [Int32: String] = [:]
-        for pid in (try? ProcFS.numericEntries(in: "/proc")) ?? [] where pid != me {
+        for pid in (try? ProcFS.numericEntries(in: "/proc")) ?? [] where pid != me && pid != guardian {
             guard let text = try? ProcFS.readText("/proc/\(pid)/stat", pid: pid),
                   let stat = ProcThreadStat.parse(text), stat.state != "Z"
             else { continue }

@@ -204,6 +204,76 @@ import Glibc
         clean(dump.stdout, "dump")
         #expect(dump.stdout.contains("\\x1b"))
     }
+
+    // MARK: 6. The agent stopped mid-capture
+
+    /// Stops the agent (SIGSTOP, or Ctrl-Z's SIGTSTP) `rounds` times while it samples a busy
+    /// target every 5 ms; returns how often the target was still in `t` (held in a ptrace
+    /// stop) 50 ms after the agent had stopped: longer than any one capture takes.
+    func stopAgentRepeatedly(signal: Int32, rounds: Int) throws -> (frozen: Int, agentStopped: Int) {
+        let scratch = try HostileScratch("stop-\(signal)")
+        let target = try FixtureProcess(["loop", "--script", "spin:600", "--gap", "0.2"])
+        defer { target.stop() }
+        let agentPID = try CleanProcess.spawn(
+            FixtureProcess.stallagentURL.path,
+            ["--pid", "\(target.pid)", "--report-dir", scratch.path("reports"), "--sample-interval", "5ms",
+             "--duration", "300s", "--quiet"],
+            stderr: scratch.path("agent.err"))
+        var ending: CleanProcess.Ending?
+        defer {
+            if ending == nil {
+                kill(agentPID, SIGKILL)
+                _ = CleanProcess.wait(agentPID, timeout: 10)
+            }
+        }
+        func state(_ pid: Int32) -> Character? {
+            guard let text = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+                  let paren = text.lastIndex(of: ")")
+            else { return nil }
+            return text[text.index(paren, offsetBy: 2)...].first
+        }
+        func wait(_ condition: () -> Bool, seconds: Double) -> Bool {
+            let deadline = Date().addingTimeInterval(seconds)
+            while Date() < deadline {
+                if condition() { return true }
+                usleep(1_000)
+            }
+            return condition()
+        }
+        // Sampling has begun once the target spins (after its 0.2 s idle gap).
+        usleep(1_500_000)
+        var frozen = 0
+        var agentStopped = 0
+        for _ in 0..<rounds {
+            kill(agentPID, signal)
+            if wait({ state(agentPID) == "T" }, seconds: 0.5) { agentStopped += 1 }
+            if !wait({ state(target.pid) != "t" }, seconds: 0.05) { frozen += 1 }
+            kill(agentPID, SIGCONT)
+            usleep(UInt32.random(in: 2_000...15_000))
+        }
+        #expect(state(agentPID) != nil && state(agentPID) != "Z", "the agent died")
+        #expect(target.procStatus?.state != "t")
+        // The agent ends cleanly, with its guardian process reaped.
+        kill(agentPID, SIGCONT)
+        kill(agentPID, SIGTERM)
+        ending = CleanProcess.wait(agentPID, timeout: 20)
+        #expect(ending == .exited(0))
+        #expect(target.procStatus?.tracer == 0)
+        return (frozen, agentStopped)
+    }
+
+    @Test func attack6_agentSIGSTOPpedMidWatchNeverLeavesTheTargetStopped() throws {
+        let (frozen, stopped) = try stopAgentRepeatedly(signal: SIGSTOP, rounds: 200)
+        #expect(frozen == 0, "target left in t after \(frozen) of 200 stops")
+        #expect(stopped == 200)
+    }
+
+    @Test func attack6_agentCtrlZMidWatchNeverLeavesTheTargetStopped() throws {
+        let (frozen, stopped) = try stopAgentRepeatedly(signal: SIGTSTP, rounds: 100)
+        #expect(frozen == 0, "target left in t after \(frozen) of 100 Ctrl-Z")
+        // Ctrl-Z still stops the agent (deferred to the end of a capture at most).
+        #expect(stopped == 100)
+    }
 }
 
 extension CallTreeNode {
