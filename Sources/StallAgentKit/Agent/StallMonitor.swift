@@ -132,6 +132,7 @@ public final class StallMonitor {
         wallClockOffset = Date().timeIntervalSince1970 - MonotonicTime.seconds()
         let commandLine = (try? ProcFS.readBytes("/proc/\(inspector.pid)/cmdline", pid: inspector.pid))
             .map { $0.split(separator: 0).map { String(decoding: $0, as: UTF8.self) } }
+            .map { options.redactArgv ? ArgvRedactor.redact($0) : $0 }
         processInfo = ReportProcessInfo(
             pid: inspector.pid, name: inspector.name, path: inspector.executablePath,
             buildId: inspector.mainModule?.image?.buildID, commandLine: commandLine)

@@ -274,6 +274,62 @@ import Glibc
         // Ctrl-Z still stops the agent (deferred to the end of a capture at most).
         #expect(stopped == 100)
     }
+
+    // MARK: 5. Secrets and permissions
+
+    @Test func attack5_secretLookingArgumentsAreRedacted() {
+        let argv = ["server", "--password=hunter2", "--token", "hunter3", "PGPASSWORD=hunter4", "redis://u:hunter5@h:6379/0",
+                    "-phunter6", "-p", "hunter7", "--db-pass=hunter8", "--url=https://a:hunter9@example.com/x", "--port", "80",
+                    "--passive", "plain", "--verbose", "--api-key", "--next"]
+        let redacted = ArgvRedactor.redact(argv)
+        #expect(!redacted.joined(separator: " ").contains("hunter"), "\(redacted)")
+        #expect(redacted == ["server", "--password=<redacted>", "--token", "<redacted>", "PGPASSWORD=<redacted>",
+                             "redis://u:<redacted>@h:6379/0", "-p<redacted>", "-p", "<redacted>", "--db-pass=<redacted>",
+                             "--url=https://a:<redacted>@example.com/x", "--port", "80", "--passive", "plain", "--verbose",
+                             "--api-key", "--next"])
+    }
+
+    /// The owner starts a daemon with a password on its command line; the root agent's
+    /// reports must not publish it, nor be readable by everyone.
+    @Test func attack5_reportsCarryNoArgvSecretsAndAreNotWorldReadable() throws {
+        let scratch = try HostileScratch("secrets")
+        func watch(_ extra: [String]) throws -> (text: String, json: String, directory: String) {
+            let target = Process()
+            target.executableURL = URL(fileURLWithPath: "/bin/sh")
+            target.arguments = ["-c", "while :; do :; done", "sh", "--password=hunter2", "--token", "hunter3",
+                                "PGPASSWORD=hunter4", "redis://user:hunter5@db/0"]
+            try target.run()
+            defer {
+                kill(target.processIdentifier, SIGKILL)
+                target.waitUntilExit()
+            }
+            let reports = scratch.path("reports-\(UUID().uuidString)/nested")
+            let result = try runCommand(
+                agent, ["--pid", "\(target.processIdentifier)", "--report-dir", reports, "--threshold", "0.3s",
+                        "--launch-threshold", "0.3s", "--duration", "1.5s"] + extra, timeout: 30)
+            #expect(result.status == 0, "\(result.stderr)")
+            let files = (try? FileManager.default.contentsOfDirectory(atPath: reports)) ?? []
+            let text = try #require(files.first { $0.hasSuffix(".txt") }, "\(files) \(result.stderr)")
+            for file in files {
+                var info = stat()
+                #expect(stat(reports + "/" + file, &info) == 0)
+                #expect(info.st_mode & 0o777 == 0o640, "\(file) has mode \(String(info.st_mode & 0o777, radix: 8))")
+            }
+            var info = stat()
+            #expect(stat(reports, &info) == 0 && info.st_mode & 0o777 == 0o750, "directory mode \(String(info.st_mode & 0o777, radix: 8))")
+            return (try String(contentsOfFile: reports + "/" + text, encoding: .utf8),
+                    try String(contentsOfFile: reports + "/" + text.replacingOccurrences(of: ".txt", with: ".json"), encoding: .utf8),
+                    reports)
+        }
+        let redacted = try watch([])
+        for content in [redacted.text, redacted.json] {
+            #expect(!content.contains("hunter"))
+            #expect(content.contains("<redacted>"))
+        }
+        let kept = try watch(["--keep-argv"])
+        #expect(kept.text.contains("--password=hunter2"))
+        #expect(kept.json.contains("redis://user:hunter5@db/0"))
+    }
 }
 
 extension CallTreeNode {
