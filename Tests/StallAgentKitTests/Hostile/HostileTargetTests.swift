@@ -330,6 +330,51 @@ import Glibc
         #expect(kept.text.contains("--password=hunter2"))
         #expect(kept.json.contains("redis://user:hunter5@db/0"))
     }
+
+    // MARK: 7. The report directory
+
+    /// A link in any component, `..`, and directories others can write are refused (exit 73);
+    /// the last component alone used to be checked.
+    @Test func attack7_reportDirectoryThroughALinkOrWritableByOthersIsRefused() throws {
+        let scratch = try HostileScratch("reportdir")
+        let real = scratch.path("real")
+        try FileManager.default.createDirectory(atPath: real, withIntermediateDirectories: true)
+        let link = scratch.path("link")
+        #expect(symlink(real, link) == 0)
+        let open = scratch.path("open")
+        try FileManager.default.createDirectory(atPath: open, withIntermediateDirectories: true)
+        chmod(open, 0o777)
+        let target = try FixtureProcess(["idle"])
+        defer { target.stop() }
+        for directory in [link + "/sub", link + "/.", link + "/", real + "/../real", open] {
+            let result = try runCommand(agent, ["--pid", "\(target.pid)", "--report-dir", directory, "--duration", "0.5s"], timeout: 30)
+            #expect(result.status == 73, "\(directory): \(result.status) \(result.stderr)")
+        }
+        // Nothing was created through the link.
+        #expect((try? FileManager.default.contentsOfDirectory(atPath: real)) == [])
+        let fine = try runCommand(agent, ["--pid", "\(target.pid)", "--report-dir", real + "/sub", "--duration", "0.5s"], timeout: 30)
+        #expect(fine.status == 0, "\(fine.stderr)")
+    }
+
+    /// Someone who could write the directory pre-creates a directory at the report's name:
+    /// the report is written under another name instead of being lost.
+    @Test func attack7_directoryPrecreatedAtTheReportNameDoesNotSuppressTheReport() throws {
+        let scratch = try HostileScratch("precreated")
+        let directory = scratch.path("reports")
+        let writer = try ReportWriter(directory: directory)
+        let report = StallReport(snapshot: ReportFixtures.hangEnded(), context: ReportFixtures.context())
+        let stem = writer.fileStem(for: report)
+        for suffix in [".txt", ".json"] {
+            try FileManager.default.createDirectory(atPath: directory + "/" + stem + suffix, withIntermediateDirectories: false)
+            FileManager.default.createFile(atPath: directory + "/" + stem + suffix + "/keep", contents: Data())
+        }
+        let paths = try writer.write(report, folded: nil)
+        #expect(paths.text != directory + "/" + stem + ".txt")
+        #expect(try String(contentsOfFile: paths.text, encoding: .utf8).contains("Termination Reason:"))
+        #expect(FileManager.default.fileExists(atPath: paths.json))
+        // A rewrite of the same stall keeps the name it got.
+        #expect(try writer.write(report, folded: nil).text == paths.text)
+    }
 }
 
 extension CallTreeNode {
