@@ -697,18 +697,23 @@ public final class StallMonitor {
     private func record(_ snapshot: StallSnapshot, _ report: StallReport) {
         let path = (decisions[snapshot.id]?.shouldWriteReport ?? true) ? reportPaths[snapshot.id]?.text : nil
         if stallEvents == nil, !options.quiet { log(StallSummaryLine.render(report, reportPath: path)) }
-        summary.stalls.append(
-            MonitorSummary.Stall(
-                id: snapshot.id, reason: snapshot.deadlock ? .deadlock : snapshot.reason, phase: snapshot.phase,
-                duration: snapshot.duration, startMonotonic: snapshot.startTime, endMonotonic: snapshot.endTime,
-                topFunction: culprit(snapshot, report),
-                heaviestFunctions: snapshot.heaviestStack?.frames.map(\.function) ?? [],
-                deadlock: snapshot.deadlock, lockOwnerName: lockOwners[snapshot.id]?.name,
-                firstWrittenMonotonic: firstWritten[snapshot.id],
-                reportPath: path, occurrence: decisions[snapshot.id]?.occurrence ?? 1,
-                terminated: terminations[snapshot.id] != nil))
-        stallEvents?(.ended(stall: summary.stalls[summary.stalls.count - 1], report: report,
-                            message: StallSummaryLine.render(report, reportPath: path)))
+        let stall = MonitorSummary.Stall(
+            id: snapshot.id, reason: snapshot.deadlock ? .deadlock : snapshot.reason, phase: snapshot.phase,
+            duration: snapshot.duration, startMonotonic: snapshot.startTime, endMonotonic: snapshot.endTime,
+            topFunction: culprit(snapshot, report),
+            heaviestFunctions: snapshot.heaviestStack?.frames.map(\.function) ?? [],
+            deadlock: snapshot.deadlock, lockOwnerName: lockOwners[snapshot.id]?.name,
+            firstWrittenMonotonic: firstWritten[snapshot.id],
+            reportPath: path, occurrence: decisions[snapshot.id]?.occurrence ?? 1,
+            terminated: terminations[snapshot.id] != nil)
+        summary.record(stall)
+        stallEvents?(.ended(stall: stall, report: report, message: StallSummaryLine.render(report, reportPath: path)))
+        // The stall is over: nothing per stall stays behind (a watch of months sees millions).
+        decisions[snapshot.id] = nil
+        reportPaths[snapshot.id] = nil
+        firstWritten[snapshot.id] = nil
+        terminations[snapshot.id] = nil
+        writer.finished(pid: inspector.pid, id: snapshot.id)
         lockOwners[snapshot.id] = nil
     }
 

@@ -18,6 +18,8 @@ public final class ReportWriter: Sendable {
     private let directoryFD: Int32
     /// The files of each stall's last revision, keyed by pid and stall id.
     private let written = Mutex<[String: ReportPaths]>([:])
+    /// Stems taken instead of the usual name (something else was there), by the usual one.
+    private let alternatives = Mutex<[String: String]>([:])
 
     /// Creates `directory` (0750, parents too) if it is missing. Refuses a symbolic link in any
     /// component and `..` (a report directory another user can redirect is a way to overwrite
@@ -141,7 +143,8 @@ public final class ReportWriter: Sendable {
         contents.append((".txt", Data(StallReportTextRenderer.render(r).utf8)))
 
         let key = "\(r.process.pid)-\(r.id)"
-        var name = stem ?? written.withLock { $0[key]?.stem } ?? fileStem(for: r)
+        let usual = stem ?? fileStem(for: r)
+        var name = alternatives.withLock { $0[usual] } ?? usual
         var paths: ReportPaths
         var attempt = 0
         while true {
@@ -155,9 +158,10 @@ public final class ReportWriter: Sendable {
                       attempt < 3
                 else { throw error }
                 attempt += 1
-                name = (stem ?? fileStem(for: r)) + "-\(String(UInt32.random(in: 0...UInt32.max), radix: 16))"
+                name = usual + "-\(String(UInt32.random(in: 0...UInt32.max), radix: 16))"
             }
         }
+        if name != usual { alternatives.withLock { $0[usual] = name } }
         // The name carries the reason: when it changes (hang → died, lock → deadlock) the
         // earlier revision must go, or it would stay behind as a stale "ongoing" report.
         if let previous = written.withLock({ $0.updateValue(paths, forKey: key) }), previous.text != paths.text {
@@ -188,6 +192,14 @@ public final class ReportWriter: Sendable {
             throw error
         }
         return paths
+    }
+
+    /// Forgets a stall whose last revision is written, so a long watch keeps no state per stall.
+    public func finished(pid: Int32, id: Int) {
+        guard let paths = written.withLock({ $0.removeValue(forKey: "\(pid)-\(id)") }), let stem = paths.stem else { return }
+        alternatives.withLock { table in
+            for (usual, alternative) in table where alternative == stem { table[usual] = nil }
+        }
     }
 
     /// Report files: readable by the agent's user and group only (they hold command lines,

@@ -375,6 +375,28 @@ import Glibc
         // A rewrite of the same stall keeps the name it got.
         #expect(try writer.write(report, folded: nil).text == paths.text)
     }
+
+    // MARK: 8. The rest
+
+    /// A target stalling every second for months: the exit summary counts every stall but
+    /// keeps only the longest `maxKeptStalls` (it grew by ~1 KB per stall, forever).
+    @Test func attack8_exitSummaryMemoryIsBoundedAcrossManyStalls() {
+        var summary = MonitorSummary(pid: 1, name: "t", watchedSeconds: 1000, reportDirectory: "r")
+        for index in 0..<1000 {
+            summary.record(MonitorSummary.Stall(
+                id: index + 1, reason: index % 2 == 0 ? .hang : .blocked, phase: .loop, duration: 1 + Double(index % 37) / 10,
+                startMonotonic: 0, endMonotonic: 1, topFunction: "f", heaviestFunctions: ["f", "main"], deadlock: false,
+                lockOwnerName: nil, firstWrittenMonotonic: nil, reportPath: "p", occurrence: 1, terminated: false))
+        }
+        #expect(summary.stallCount == 1000)
+        #expect(summary.stalls.count == MonitorSummary.maxKeptStalls)
+        #expect(summary.stalls.allSatisfy { $0.duration >= 1 + 3.3 })
+        let text = summary.render()
+        #expect(text.contains("1000 stalls"))
+        #expect(text.contains("by reason: blocked 500, hang 500"))
+        #expect(text.contains("… 900 shorter stalls not listed"))
+        #expect(text.contains("worst: "))
+    }
 }
 
 extension CallTreeNode {
