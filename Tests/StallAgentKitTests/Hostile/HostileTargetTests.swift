@@ -397,6 +397,62 @@ import Glibc
         #expect(text.contains("… 900 shorter stalls not listed"))
         #expect(text.contains("worst: "))
     }
+
+    /// One client sending a byte every 1.5 s used to hold the metrics listener (each byte
+    /// reset its receive timeout) and block every scrape behind it.
+    @Test func attack8_slowMetricsClientBlocksNoScrape() throws {
+        let listener = try MetricsListener(address: "127.0.0.1:0", render: { "stallagent_up 1\n" })
+        listener.start()
+        defer { listener.stop() }
+        func connectClient() throws -> Int32 {
+            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            var address = sockaddr_in()
+            address.sin_family = sa_family_t(AF_INET)
+            address.sin_port = listener.port.bigEndian
+            address.sin_addr.s_addr = inet_addr("127.0.0.1")
+            let rc = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            }
+            try #require(rc == 0)
+            return fd
+        }
+        // Two slow clients dribbling a request.
+        let slow = try (0..<2).map { _ in try connectClient() }
+        let dribble = Thread {
+            for _ in 0..<4 {
+                for fd in slow { _ = send(fd, "G", 1, Int32(MSG_NOSIGNAL)) }
+                usleep(1_500_000)
+            }
+        }
+        dribble.start()
+        usleep(200_000)
+        // A real scrape answers at once.
+        let started = Date()
+        let scraper = try connectClient()
+        defer { close(scraper) }
+        let request = "GET /metrics HTTP/1.0\r\n\r\n"
+        _ = send(scraper, request, request.utf8.count, Int32(MSG_NOSIGNAL))
+        var response: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let n = buffer.withUnsafeMutableBytes { recv(scraper, $0.baseAddress, $0.count, 0) }
+            if n <= 0 { break }
+            response += buffer[0..<n]
+        }
+        let waited = Date().timeIntervalSince(started)
+        let text = String(decoding: response, as: UTF8.self)
+        #expect(text.hasPrefix("HTTP/1.1 200"), "\(text)")
+        #expect(text.contains("stallagent_up 1"))
+        #expect(waited < 1.0, "the scrape waited \(waited) s")
+        // The slow clients are cut off at the deadline (EOF), not served forever.
+        usleep(2_500_000)
+        for fd in slow {
+            var byte: UInt8 = 0
+            let n = recv(fd, &byte, 1, Int32(MSG_DONTWAIT))
+            #expect(n == 0 || (n < 0 && errno == ECONNRESET), "slow client still connected (\(n), errno \(errno))")
+            close(fd)
+        }
+    }
 }
 
 extension CallTreeNode {
