@@ -47,6 +47,9 @@ public final class StallMonitor {
     private var frameCache: [UInt64: SymbolizedFrame] = [:]
     private var kill: (stallID: Int, abortSentAt: Double, killed: Bool)?
     private var firstWritten: [Int: Double] = [:]
+    /// The other tracer that refused our captures, and what reports say about it.
+    private var tracedBy: Int32?
+    private var samplingNote: String?
     /// libstallprobe.so in the target, when it was started with it preloaded.
     public private(set) var loopProbe: LoopProbeReader?
     private var lastIterations: UInt64?
@@ -548,6 +551,18 @@ public final class StallMonitor {
                 sampled.append(StallMonitor.sampledFrame(frame))
             }
             handle(detector.record(StackSample(time: now, activity: activity, frames: sampled)))
+        } catch StallAgentError.alreadyTraced(_, let tracer) {
+            // strace, gdb or another agent holds the target: no stacks, but the stall is still
+            // timed from /proc. Said once per tracer, and in every report.
+            episodeFailed += 1
+            if tracedBy != tracer {
+                tracedBy = tracer
+                let name = (try? ProcFS.readText("/proc/\(tracer)/comm", pid: tracer))?
+                    .trimmingCharacters(in: .whitespacesAndNewlines) ?? "?"
+                samplingNote = "cannot sample: traced by PID \(tracer) (\(name))"
+                log("stallagent: \(inspector.name.terminalSafe) [\(inspector.pid)]: \(samplingNote!.terminalSafe); stalls are still timed from /proc")
+            }
+            handle(detector.record(StackSample(time: now, activity: activity, frames: [])))
         } catch {
             episodeFailed += 1
             handle(detector.record(StackSample(time: now, activity: activity, frames: [])))
@@ -671,7 +686,7 @@ public final class StallMonitor {
                 failedCaptures: episodeFailed, pauseP50Micros: pauses.p50, pauseP99Micros: pauses.p99,
                 pauseTotalMicros: pauses.total, probeIntervalSeconds: options.probeInterval),
             termination: terminations[snapshot.id], occurrence: decisions[snapshot.id]?.occurrence ?? 1,
-            hostname: hostname, loopTurnsNote: loopTurnsNote)
+            hostname: hostname, loopTurnsNote: loopTurnsNote, samplingNote: samplingNote)
     }
 
     @discardableResult

@@ -64,6 +64,7 @@ public enum StallReportTextRenderer {
         if let turns = r.loopTurns {
             out.append(field("Loop Turns:", turns + (r.loopTurnsNote.map { " (\($0))" } ?? "")))
         }
+        if let sampling = r.sampling { out.append(field("Sampling:", sampling)) }
         let stallFrame = r.stallFrame.map(StackTextRenderer.summary) ?? "none (no frame was in every sample)"
         out.append(field("Stall Frame:", stallFrame))
         return out

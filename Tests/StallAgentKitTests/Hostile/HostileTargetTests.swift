@@ -453,6 +453,46 @@ import Glibc
             close(fd)
         }
     }
+
+    /// A target already traced (strace) cannot be sampled: said once, with the tracer, and
+    /// every report says so instead of naming a stall from a stale stack.
+    @Test func attack8_alreadyTracedTargetIsReportedOnceAsUnsampled() throws {
+        guard FileManager.default.isExecutableFile(atPath: "/usr/bin/strace") else {
+            print("skipping attack8_alreadyTracedTargetIsReportedOnceAsUnsampled: strace is not installed (scripts/setup installs it)")
+            return
+        }
+        let scratch = try HostileScratch("traced")
+        let target = try FixtureProcess(["loop", "--script", "spin:1.5,spin:1.5,spin:1.5", "--gap", "0.3"])
+        defer { target.stop() }
+        let strace = Process()
+        strace.executableURL = URL(fileURLWithPath: "/usr/bin/strace")
+        strace.arguments = ["-p", "\(target.pid)", "-o", "/dev/null"]
+        strace.standardError = FileHandle.nullDevice
+        try strace.run()
+        defer {
+            // SIGKILL: the test thread's signal mask (inherited) can block SIGTERM; a killed
+            // tracer's tracees are detached by the kernel.
+            kill(strace.processIdentifier, SIGKILL)
+            strace.waitUntilExit()
+        }
+        let deadline = Date().addingTimeInterval(10)
+        while target.procStatus?.tracer != strace.processIdentifier && Date() < deadline { usleep(10_000) }
+        try #require(target.procStatus?.tracer == strace.processIdentifier)
+        let reports = scratch.path("reports")
+        let result = try runCommand(
+            agent, ["--pid", "\(target.pid)", "--report-dir", reports, "--threshold", "0.4s", "--duration", "4s"], timeout: 30)
+        #expect(result.status == 0, "\(result.stderr)")
+        let note = "cannot sample: traced by PID \(strace.processIdentifier) (strace)"
+        #expect(result.stderr.components(separatedBy: note).count - 1 == 1, "\(result.stderr)")
+        for json in hostileJSONReports(in: reports) {
+            #expect(json["sampling"] as? String == note)
+            // Stacks read without a stop (the thread sits in strace's syscall stops) are real;
+            // a ptrace-stopped one cannot be had. Never the loop's idle wait.
+            let frames = (json["heaviestStack"] as? [String: Any])?["frames"] as? [[String: Any]] ?? []
+            let names = frames.compactMap { $0["function"] as? String }
+            #expect(frames.isEmpty || names.contains("busy_compute"), "\(names)")
+        }
+    }
 }
 
 extension CallTreeNode {
