@@ -28,8 +28,9 @@ public final class StallMonitor {
     private let classifier: ThreadStateClassifier
     private let log: (String) -> Void
     private let wallClockOffset: Double
-    private let processInfo: ReportProcessInfo
-    private let threadInfo: ReportThreadInfo
+    private var processInfo: ReportProcessInfo
+    private var threadInfo: ReportThreadInfo
+    private var execCount = 0
     private let hostname: String
 
     // Per-episode agent statistics (reset when a new busy episode starts).
@@ -133,13 +134,7 @@ public final class StallMonitor {
                 startsInLaunchPhase: age.map { $0 < options.launchThreshold } ?? false,
                 loopTurnEvidence: loopTurnEvidence))
         wallClockOffset = Date().timeIntervalSince1970 - MonotonicTime.seconds()
-        let commandLine = (try? ProcFS.readBytes("/proc/\(inspector.pid)/cmdline", pid: inspector.pid))
-            .map { $0.split(separator: 0).map { String(decoding: $0, as: UTF8.self) } }
-            .map { options.redactArgv ? ArgvRedactor.redact($0) : $0 }
-        processInfo = ReportProcessInfo(
-            pid: inspector.pid, name: inspector.name, path: inspector.executablePath,
-            buildId: inspector.mainModule?.image?.buildID, commandLine: commandLine)
-        threadInfo = ReportThreadInfo(tid: inspector.pid, name: inspector.threadName(inspector.pid) ?? inspector.name)
+        (processInfo, threadInfo) = StallMonitor.identity(of: inspector, redactArgv: options.redactArgv)
         var host = [CChar](repeating: 0, count: 256)
         gethostname(&host, host.count - 1)
         hostname = String(cString: host)
@@ -273,8 +268,27 @@ public final class StallMonitor {
             // exec or dlopen changes the maps; re-reading them costs ~100 µs, once a second.
             _ = try? inspector.refreshModules()
             nextModuleCheck = now + 1
+            if inspector.execCount != execCount {
+                execCount = inspector.execCount
+                let before = processInfo.name
+                (processInfo, threadInfo) = StallMonitor.identity(of: inspector, redactArgv: options.redactArgv)
+                summary.name = processInfo.name
+                log("stallagent: \(before.terminalSafe) [\(inspector.pid)] exec'd \((processInfo.path ?? processInfo.name).terminalSafe); reports now name it \(processInfo.name.terminalSafe)")
+            }
         }
         return true
+    }
+
+    /// Name, path, build-id and command line as they are now (at start, and after an exec).
+    private static func identity(of inspector: ProcessInspector, redactArgv: Bool) -> (ReportProcessInfo, ReportThreadInfo) {
+        let commandLine = (try? ProcFS.readBytes("/proc/\(inspector.pid)/cmdline", pid: inspector.pid))
+            .map { $0.split(separator: 0).map { String(decoding: $0, as: UTF8.self) } }
+            .map { redactArgv ? ArgvRedactor.redact($0) : $0 }
+        let process = ReportProcessInfo(
+            pid: inspector.pid, name: inspector.name, path: inspector.executablePath,
+            buildId: inspector.mainModule?.image?.buildID, commandLine: commandLine)
+        let thread = ReportThreadInfo(tid: inspector.pid, name: inspector.threadName(inspector.pid) ?? inspector.name)
+        return (process, thread)
     }
 
     /// With the loop probe, episode edges are the loop's own: a busy episode ends at the first

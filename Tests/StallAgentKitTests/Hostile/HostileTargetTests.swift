@@ -493,6 +493,36 @@ import Glibc
             #expect(frames.isEmpty || names.contains("busy_compute"), "\(names)")
         }
     }
+
+    /// After an exec, reports named the old program (name, path, build-id, command line).
+    @Test func attack8_execReloadsTheProcessIdentity() throws {
+        let scratch = try HostileScratch("exec")
+        let other = try scratch.fixtureCopy(named: "otherprog")
+        let python = "/usr/bin/python3"
+        guard FileManager.default.isExecutableFile(atPath: python) else {
+            print("skipping attack8_execReloadsTheProcessIdentity: \(python) is missing")
+            return
+        }
+        let target = Process()
+        target.executableURL = URL(fileURLWithPath: python)
+        target.arguments = ["-c", "import os, time; time.sleep(1.0); os.execv('\(other)', ['\(other)', 'loop', '--script', 'spin:1.2,spin:1.2', '--gap', '0.3'])"]
+        try target.run()
+        defer {
+            kill(target.processIdentifier, SIGKILL)
+            target.waitUntilExit()
+        }
+        let reports = scratch.path("reports")
+        let result = try runCommand(
+            agent, ["--pid", "\(target.processIdentifier)", "--report-dir", reports, "--threshold", "0.4s", "--duration", "4.5s"],
+            timeout: 30)
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stderr.contains("exec'd \(other)"), "\(result.stderr)")
+        let after = hostileJSONReports(in: reports).filter { (($0["process"] as? [String: Any])?["name"] as? String) == "otherprog" }
+        let process = try #require(after.first?["process"] as? [String: Any], "\(result.stderr)")
+        #expect(process["path"] as? String == other)
+        #expect((process["commandLine"] as? [String])?.contains("loop") == true)
+        #expect(process["buildId"] as? String == (try ElfImage(path: other).buildID))
+    }
 }
 
 extension CallTreeNode {
