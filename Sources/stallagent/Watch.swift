@@ -46,8 +46,12 @@ struct WatchOptions: ParsableArguments {
     @Option(name: .customLong("debug-dir"), help: ArgumentHelp("Also look for separate debug files here (DIR/.build-id/xx/rest.debug, debuglink names), before the target's /usr/lib/debug (repeatable).", valueName: "dir"))
     var debugDirectories: [String] = []
 
+    @Flag(help: "Keep the target's command line as it is in reports. By default values that look like secrets (--password=…, --token X, -pX, KEY=VALUE with a secret-like key, URL passwords) are replaced by <redacted>.")
+    var keepArgv = false
+
     func monitorOptions(defaultLaunchThreshold: Double = 10) throws -> MonitorOptions {
         var options = MonitorOptions()
+        options.redactArgv = !keepArgv
         options.threshold = try durationOption(threshold, "threshold", minimum: 0.01)
         if let launchThreshold, launchThreshold.lowercased() != "off" {
             options.launchThreshold = try durationOption(launchThreshold, "launch-threshold", minimum: 0.01)
@@ -252,7 +256,7 @@ struct Watch: ParsableCommand {
 @discardableResult
 func watchAndSummarize(_ monitor: StallMonitor) -> MonitorSummary {
     FileHandleOutput.standardError(
-        "stallagent: watching \(monitor.inspector.name) [\(monitor.inspector.pid)]'s main thread; reports → \(monitor.summary.reportDirectory)\n")
+        "stallagent: watching \(monitor.inspector.name.terminalSafe) [\(monitor.inspector.pid)]'s main thread; reports → \(monitor.summary.reportDirectory)\n")
     let summary = monitor.run()
     FileHandleOutput.standardError(summary.render() + "\n")
     return summary

@@ -5,6 +5,10 @@
 #include <sys/types.h>
 #include <sys/user.h>
 
+#include "safe_file.h"
+#include "sigbus_guard.h"
+#include "stop_guard.h"
+
 // glibc's ptrace is variadic and waitpid's status accessors are macros; Swift can call
 // neither, so every ptrace-family call the agent makes goes through these wrappers.
 // Each returns the raw libc result; errno is left for the caller.

@@ -148,7 +148,7 @@ public final class CommandRunner {
                         let snapshot = monitor.writeSnapshotReport(at: now)
                         snapshots.append(snapshot)
                         if let path = snapshot.reportPath {
-                            log("stallagent: snapshot of \(snapshot.name) [\(snapshot.pid)] → \(path)")
+                            log("stallagent: snapshot of \(snapshot.name.terminalSafe) [\(snapshot.pid)] → \(path)")
                         }
                     }
                     terminateTree(SIGTERM)
@@ -211,7 +211,9 @@ public final class CommandRunner {
     /// down from the agent through `/proc/PID/task/TID/children`: reading every process's stat
     /// on the machine, four times a second, was a good part of what wrapping cost.
     private func discoverDescendants(at now: Double) {
-        var queue = CommandRunner.children(of: getpid())
+        // The agent's own stop guardian (stop_guard.h) is a child too, not the command's.
+        let guardian = sa_stop_guard_pid()
+        var queue = CommandRunner.children(of: getpid()).filter { $0 != guardian }
         var seen: Set<Int32> = []
         let uptime = self.uptime()
         while let pid = queue.popLast() {

@@ -19,8 +19,8 @@ public enum GitHubActionsOutput {
         var lines: [String] = []
         for summary in outcome.summaries {
             for stall in summary.stalls {
-                let title = "\(stall.reason.hexCode) \(stall.reason.name) in \(summary.name)[\(summary.pid)]"
-                var message = "main thread stalled \(String(format: "%.2f", stall.duration)) s in \(stall.topFunction)"
+                let title = "\(stall.reason.hexCode) \(stall.reason.name) in \(summary.name.terminalSafe)[\(summary.pid)]"
+                var message = "main thread stalled \(String(format: "%.2f", stall.duration)) s in \(stall.topFunction.terminalSafe)"
                 if stall.terminated { message += " (terminated by --kill-after)" }
                 if let path = stall.reportPath { message += "\nreport: \(path)" }
                 lines.append("::error title=\(escapeProperty(title))::\(escapeData(message))")
@@ -29,7 +29,7 @@ public enum GitHubActionsOutput {
         if let timeout = outcome.expiredTimeout {
             let title = "stallagent: --timeout \(String(format: "%.2f", timeout)) s expired"
             for snapshot in outcome.snapshots {
-                var message = "main thread of \(snapshot.name)[\(snapshot.pid)] \(snapshot.activity) in \(snapshot.topFunction)"
+                var message = "main thread of \(snapshot.name.terminalSafe)[\(snapshot.pid)] \(snapshot.activity.terminalSafe) in \(snapshot.topFunction.terminalSafe)"
                 if let path = snapshot.reportPath { message += "\nreport: \(path)" }
                 lines.append("::error title=\(escapeProperty(title))::\(escapeData(message))")
             }
@@ -49,7 +49,7 @@ public enum GitHubActionsOutput {
     /// run, then a table of stalls and timeout snapshots. Table cells escape `|` and newlines.
     public static func stepSummary(outcome: RunOutcome, reportDirectory: String) -> String {
         func cell(_ text: String) -> String {
-            text.replacingOccurrences(of: "|", with: "\\|").replacingOccurrences(of: "\n", with: " ")
+            text.terminalSafe.replacingOccurrences(of: "|", with: "\\|")
         }
         let stalls = outcome.stalls
         var headline: [String] = []

@@ -28,6 +28,8 @@ public struct MonitorOptions: Sendable {
     /// Extra directories for separate debug files (`--debug-dir`).
     public var debugDirectories: [String] = []
     public var writeFolded = true
+    /// Command lines in reports go through `ArgvRedactor` unless `--keep-argv`.
+    public var redactArgv = true
     /// A stall fingerprint already reported less than this long ago (wall clock, survives
     /// restarts with the fingerprint state) gets no new report; 0 turns the limit off.
     public var minimumReportInterval = 0.0

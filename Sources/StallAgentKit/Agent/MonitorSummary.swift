@@ -22,7 +22,13 @@ public struct MonitorSummary: Sendable {
     public var pid: Int32
     public var name: String
     public var watchedSeconds: Double
+    /// The stalls kept for the summary: all of them up to `maxKeptStalls`, then the longest
+    /// (a watch of months must not grow by a stall's worth of memory per stall).
     public var stalls: [Stall] = []
+    /// Every stall, counted even when it is no longer kept in `stalls`.
+    public private(set) var stallCount = 0
+    public private(set) var countsByReason: [String: Int] = [:]
+    public static let maxKeptStalls = 100
     public var targetExited = false
     public var stoppedBySignal: Int32?
     public var reportDirectory: String
@@ -38,19 +44,33 @@ public struct MonitorSummary: Sendable {
     /// The longest busy turn seen (stalls included).
     public var longestTurn = 0.0
 
+    /// Counts `stall` and keeps it if it is among the `maxKeptStalls` longest.
+    public mutating func record(_ stall: Stall) {
+        stallCount += 1
+        countsByReason[stall.reason.name, default: 0] += 1
+        stalls.append(stall)
+        if stalls.count > Self.maxKeptStalls, let shortest = stalls.indices.min(by: { stalls[$0].duration < stalls[$1].duration }) {
+            stalls.remove(at: shortest)
+        }
+    }
+
     /// The few lines printed when the watch ends.
     public func render() -> String {
         var lines: [String] = []
+        let total = max(stallCount, stalls.count)
         let ending = targetExited ? "until it exited" : (stoppedBySignal != nil ? "until interrupted" : "")
         lines.append(
-            "stallagent: watched \(name) [\(pid)] for \(Format.seconds(watchedSeconds))\(ending.isEmpty ? "" : " " + ending): "
-                + (stalls.isEmpty ? "no stalls" : "\(stalls.count) stall\(stalls.count == 1 ? "" : "s")"))
+            "stallagent: watched \(name.terminalSafe) [\(pid)] for \(Format.seconds(watchedSeconds))\(ending.isEmpty ? "" : " " + ending): "
+                + (total == 0 ? "no stalls" : "\(total) stall\(total == 1 ? "" : "s")"))
         if !stalls.isEmpty {
-            var byReason: [String: Int] = [:]
-            for stall in stalls { byReason[stall.reason.name, default: 0] += 1 }
+            var byReason = countsByReason
+            if stallCount < stalls.count {
+                byReason = [:]
+                for stall in stalls { byReason[stall.reason.name, default: 0] += 1 }
+            }
             lines.append("  by reason: " + byReason.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", "))
             if let worst = stalls.max(by: { $0.duration < $1.duration }) {
-                lines.append("  worst: #\(worst.id) \(worst.reason.hexCode) \(worst.reason.name) \(Format.seconds(worst.duration)) in \(worst.topFunction)")
+                lines.append("  worst: #\(worst.id) \(worst.reason.hexCode) \(worst.reason.name) \(Format.seconds(worst.duration)) in \(worst.topFunction.terminalSafe)")
             }
             for stall in stalls {
                 lines.append("  #\(stall.id) \(stall.reason.hexCode) \(stall.reason.name.padding(toLength: 8, withPad: " ", startingAt: 0)) \(Format.seconds(stall.duration).padding(toLength: 8, withPad: " ", startingAt: 0)) \(stall.topFunction)"
@@ -59,6 +79,7 @@ public struct MonitorSummary: Sendable {
                             ? "  (same as an earlier stall; seen \(stall.occurrence)×, report not rewritten)"
                             : "  (report could not be written; see the warning above)")))
             }
+            if total > stalls.count { lines.append("  … \(total - stalls.count) shorter stalls not listed") }
         }
         if let evidence = loopTurnEvidence, watchedSeconds > 0 {
             let busy = 100 * min(1, busySeconds / watchedSeconds)

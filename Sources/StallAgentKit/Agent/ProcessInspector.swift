@@ -26,6 +26,8 @@ public final class ProcessInspector {
     private var pythonLookedFor = false
     /// False with `--no-python-frames` (and for measuring what they cost).
     public var readsPythonFrames = true
+    /// Incremented when the process is found to have exec'd another program.
+    public private(set) var execCount = 0
 
     /// Validates the target: it must exist, be a user process, not a zombie, and be readable
     /// with ptrace-level access. Each refusal is a distinct, documented error.
@@ -49,7 +51,10 @@ public final class ProcessInspector {
         self.capturer = capturer
         name = status.name
         executablePath = try? ProcFS.readLink("/proc/\(tgid)/exe", pid: tgid)
-        modules = try ProcessModules(pid: tgid)
+        let modules = try ProcessModules(pid: tgid)
+        self.modules = modules
+        let path = executablePath
+        lastMainMapping = modules.modules.first { $0.path == path }?.start
         unwinder = SnapshotUnwinder(modules: modules)
         symbolizer = Symbolizer(modules: modules, debugDirectories: debugDirectories, debuginfod: debuginfod)
     }
@@ -81,8 +86,22 @@ public final class ProcessInspector {
             pythonLookedFor = false
             pythonReader = nil
         }
+        // An exec replaces the maps wholesale; the program may be another one (or the same
+        // file with another command line, which the caller re-reads too).
+        let path = try? ProcFS.readLink("/proc/\(pid)/exe", pid: pid)
+        let comm = threadName(pid) ?? name
+        let mainMapping = modules.modules.first { $0.path == path }?.start
+        if path != executablePath || comm != name || mainMapping != lastMainMapping {
+            executablePath = path
+            name = comm
+            execCount += 1
+        }
+        lastMainMapping = mainMapping
         return true
     }
+
+    /// Where the executable was mapped: a new address (ASLR) tells an exec of the same file.
+    private var lastMainMapping: UInt64?
 
     public var mainModule: LoadedModule? {
         modules.modules.first { $0.path == executablePath } ?? modules.modules.first

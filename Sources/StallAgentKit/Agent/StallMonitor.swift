@@ -33,6 +33,7 @@ public final class StallMonitor {
     private var threadInfo: ReportThreadInfo
     /// The main thread's name at the latest probe: a change means the process exec'd.
     private var lastComm: String?
+    private var execCount = 0
     private let hostname: String
 
     // Per-episode agent statistics (reset when a new busy episode starts).
@@ -50,6 +51,9 @@ public final class StallMonitor {
     private var frameCache: [UInt64: SymbolizedFrame] = [:]
     private var kill: (stallID: Int, abortSentAt: Double, killed: Bool)?
     private var firstWritten: [Int: Double] = [:]
+    /// The other tracer that refused our captures, and what reports say about it.
+    private var tracedBy: Int32?
+    private var samplingNote: String?
     /// libstallprobe.so in the target, when it was started with it preloaded.
     public private(set) var loopProbe: LoopProbeReader?
     private var lastIterations: UInt64?
@@ -144,11 +148,7 @@ public final class StallMonitor {
                 startsInLaunchPhase: age.map { $0 < options.launchThreshold || options.batchThreshold != nil } ?? false,
                 loopTurnEvidence: loopTurnEvidence, batchThreshold: options.batchThreshold))
         wallClockOffset = Date().timeIntervalSince1970 - MonotonicTime.seconds()
-        let commandLine = StallMonitor.commandLine(pid: inspector.pid)
-        processInfo = ReportProcessInfo(
-            pid: inspector.pid, name: inspector.name, path: inspector.executablePath,
-            buildId: inspector.mainModule?.image?.buildID, commandLine: commandLine, unit: options.unit)
-        threadInfo = ReportThreadInfo(tid: inspector.pid, name: inspector.threadName(inspector.pid) ?? inspector.name)
+        (processInfo, threadInfo) = StallMonitor.identity(of: inspector, redactArgv: options.redactArgv, unit: options.unit)
         var host = [UInt8](repeating: 0, count: 256)
         gethostname(&host, host.count - 1)
         hostname = String(decoding: host.prefix { $0 != 0 }, as: UTF8.self)
@@ -286,7 +286,11 @@ public final class StallMonitor {
         if detector.isStalled { checkKillAfter(at: now) }
         if now >= nextModuleCheck {
             // exec or dlopen changes the maps; re-reading them costs ~100 µs, once a second.
-            if (try? inspector.refreshModules()) == true, executableChanged() { noteExec(at: now) }
+            // refreshModules itself notices an exec (a new executable, comm or mapping) and
+            // takes the new name and path, so its count says it, not the path comparison.
+            if (try? inspector.refreshModules()) == true, executableChanged() || inspector.execCount != execCount {
+                noteExec(at: now)
+            }
             nextModuleCheck = now + 1
         }
         return true
@@ -297,13 +301,15 @@ public final class StallMonitor {
     /// sites, loop and runner frames), and start its watch afresh.
     private func noteExec(at now: Double) {
         handle(detector.noteExec(at: now))
+        let before = processInfo.name
         inspector.reidentify()
         _ = try? inspector.refreshModules()
-        processInfo = ReportProcessInfo(
-            pid: inspector.pid, name: inspector.name, path: inspector.executablePath,
-            buildId: inspector.mainModule?.image?.buildID, commandLine: StallMonitor.commandLine(pid: inspector.pid))
-        threadInfo = ReportThreadInfo(tid: inspector.pid, name: inspector.threadName(inspector.pid) ?? inspector.name)
-        summary.name = inspector.name
+        execCount = inspector.execCount
+        (processInfo, threadInfo) = StallMonitor.identity(of: inspector, redactArgv: options.redactArgv, unit: options.unit)
+        summary.name = processInfo.name
+        if stallEvents == nil, !options.quiet {
+            log("stallagent: \(before.terminalSafe) [\(inspector.pid)] exec'd \((processInfo.path ?? processInfo.name).terminalSafe); reports now name it \(processInfo.name.terminalSafe)")
+        }
         frameCache.removeAll()
         canonicalWaitSites.removeAll()
         homeWaits = HomeWaitTracker()
@@ -322,9 +328,16 @@ public final class StallMonitor {
         return path != inspector.executablePath
     }
 
-    static func commandLine(pid: Int32) -> [String]? {
-        (try? ProcFS.readBytes("/proc/\(pid)/cmdline", pid: pid))
+    /// Name, path, build-id and command line as they are now (at start, and after an exec).
+    private static func identity(of inspector: ProcessInspector, redactArgv: Bool, unit: String?) -> (ReportProcessInfo, ReportThreadInfo) {
+        let commandLine = (try? ProcFS.readBytes("/proc/\(inspector.pid)/cmdline", pid: inspector.pid))
             .map { $0.split(separator: 0).map { String(decoding: $0, as: UTF8.self) } }
+            .map { redactArgv ? ArgvRedactor.redact($0) : $0 }
+        let process = ReportProcessInfo(
+            pid: inspector.pid, name: inspector.name, path: inspector.executablePath,
+            buildId: inspector.mainModule?.image?.buildID, commandLine: commandLine, unit: unit)
+        let thread = ReportThreadInfo(tid: inspector.pid, name: inspector.threadName(inspector.pid) ?? inspector.name)
+        return (process, thread)
     }
 
     /// With the loop probe, episode edges are the loop's own: a busy episode ends at the first
@@ -400,6 +413,9 @@ public final class StallMonitor {
         var path: String?
         do {
             path = try writer.write(report, folded: nil).text
+        } catch ReportWriteError.formatsFailed(let paths, let failures) {
+            path = paths.text
+            log("stallagent: warning: snapshot report written without \(failures.joined(separator: "; "))")
         } catch {
             log("stallagent: warning: could not write the snapshot report: \(error)")
         }
@@ -629,6 +645,18 @@ public final class StallMonitor {
                 lockHintSyscall = info
             }
             handle(detector.record(StackSample(time: now, activity: activity, frames: sampled)))
+        } catch StallAgentError.alreadyTraced(_, let tracer) {
+            // strace, gdb or another agent holds the target: no stacks, but the stall is still
+            // timed from /proc. Said once per tracer, and in every report.
+            episodeFailed += 1
+            if tracedBy != tracer {
+                tracedBy = tracer
+                let name = (try? ProcFS.readText("/proc/\(tracer)/comm", pid: tracer))?
+                    .trimmingCharacters(in: .whitespacesAndNewlines) ?? "?"
+                samplingNote = "cannot sample: traced by PID \(tracer) (\(name))"
+                log("stallagent: \(inspector.name.terminalSafe) [\(inspector.pid)]: \(samplingNote!.terminalSafe); stalls are still timed from /proc")
+            }
+            handle(detector.record(StackSample(time: now, activity: activity, frames: [])))
         } catch {
             episodeFailed += 1
             handle(detector.record(StackSample(time: now, activity: activity, frames: [])))
@@ -734,7 +762,7 @@ public final class StallMonitor {
                         message: "stall #\(snapshot.id) in \(inspector.name)[\(inspector.pid)] detected: main thread \(describe(snapshot, report)) for \(Format.seconds(snapshot.duration)) so far"
                             + (decision.shouldWriteReport ? "" : " (seen before: \(decision.occurrence)×)")))
                 } else if !options.quiet {
-                    log("stallagent: stall #\(snapshot.id) in \(inspector.name)[\(inspector.pid)] detected: main thread \(describe(snapshot, report)) for \(Format.seconds(snapshot.duration)) so far"
+                    log("stallagent: stall #\(snapshot.id) in \(inspector.name.terminalSafe)[\(inspector.pid)] detected: main thread \(describe(snapshot, report)) for \(Format.seconds(snapshot.duration)) so far"
                         + (decision.shouldWriteReport ? "" : " (seen before: \(decision.occurrence)×)"))
                 }
             case .stallUpdated(let snapshot):
@@ -782,7 +810,9 @@ public final class StallMonitor {
     private func context(for snapshot: StallSnapshot) -> StallReportContext {
         let pauses = Percentiles(episodePauses)
         let images = inspector.modules.modules.map {
-            ReportBinaryImage(start: $0.start, end: $0.end, name: $0.name, path: $0.path, buildId: $0.image?.buildID)
+            ReportBinaryImage(
+                start: $0.start, end: $0.end, name: $0.name, path: $0.path, buildId: $0.image?.buildID,
+                unavailable: $0.unavailable?.rawValue)
         }
         return StallReportContext(
             process: processInfo, thread: threadInfo, wallClockOffset: wallClockOffset,
@@ -793,7 +823,7 @@ public final class StallMonitor {
                 failedCaptures: episodeFailed, pauseP50Micros: pauses.p50, pauseP99Micros: pauses.p99,
                 pauseTotalMicros: pauses.total, probeIntervalSeconds: options.probeInterval),
             termination: terminations[snapshot.id], occurrence: decisions[snapshot.id]?.occurrence ?? 1,
-            hostname: hostname, loopTurnsNote: loopTurnsNote)
+            hostname: hostname, loopTurnsNote: loopTurnsNote, samplingNote: samplingNote)
     }
 
     @discardableResult
@@ -810,6 +840,10 @@ public final class StallMonitor {
                     report, jsonPath: paths.json, debugDirectories: options.debugDirectories)
             }
             if firstWritten[snapshot.id] == nil { firstWritten[snapshot.id] = MonotonicTime.seconds() }
+        } catch ReportWriteError.formatsFailed(let paths, let failures) {
+            reportPaths[snapshot.id] = paths
+            if firstWritten[snapshot.id] == nil { firstWritten[snapshot.id] = MonotonicTime.seconds() }
+            log("stallagent: warning: stall #\(snapshot.id): report written without \(failures.joined(separator: "; "))")
         } catch {
             // A full disk must not stop the watch: warn, keep monitoring, try again next update.
             log("stallagent: warning: could not write the report for stall #\(snapshot.id): \(error)")
@@ -820,18 +854,23 @@ public final class StallMonitor {
     private func record(_ snapshot: StallSnapshot, _ report: StallReport) {
         let path = (decisions[snapshot.id]?.shouldWriteReport ?? true) ? reportPaths[snapshot.id]?.text : nil
         if stallEvents == nil, !options.quiet { log(StallSummaryLine.render(report, reportPath: path)) }
-        summary.stalls.append(
-            MonitorSummary.Stall(
-                id: snapshot.id, reason: snapshot.deadlock ? .deadlock : snapshot.reason, phase: snapshot.phase,
-                duration: snapshot.duration, startMonotonic: snapshot.startTime, endMonotonic: snapshot.endTime,
-                topFunction: culprit(snapshot, report),
-                heaviestFunctions: snapshot.heaviestStack?.frames.map(\.function) ?? [],
-                deadlock: snapshot.deadlock, lockOwnerName: lockOwners[snapshot.id]?.name,
-                firstWrittenMonotonic: firstWritten[snapshot.id],
-                reportPath: path, occurrence: decisions[snapshot.id]?.occurrence ?? 1,
-                terminated: terminations[snapshot.id] != nil))
-        stallEvents?(.ended(stall: summary.stalls[summary.stalls.count - 1], report: report,
-                            message: StallSummaryLine.render(report, reportPath: path)))
+        let stall = MonitorSummary.Stall(
+            id: snapshot.id, reason: snapshot.deadlock ? .deadlock : snapshot.reason, phase: snapshot.phase,
+            duration: snapshot.duration, startMonotonic: snapshot.startTime, endMonotonic: snapshot.endTime,
+            topFunction: culprit(snapshot, report),
+            heaviestFunctions: snapshot.heaviestStack?.frames.map(\.function) ?? [],
+            deadlock: snapshot.deadlock, lockOwnerName: lockOwners[snapshot.id]?.name,
+            firstWrittenMonotonic: firstWritten[snapshot.id],
+            reportPath: path, occurrence: decisions[snapshot.id]?.occurrence ?? 1,
+            terminated: terminations[snapshot.id] != nil)
+        summary.record(stall)
+        stallEvents?(.ended(stall: stall, report: report, message: StallSummaryLine.render(report, reportPath: path)))
+        // The stall is over: nothing per stall stays behind (a watch of months sees millions).
+        decisions[snapshot.id] = nil
+        reportPaths[snapshot.id] = nil
+        firstWritten[snapshot.id] = nil
+        terminations[snapshot.id] = nil
+        writer.finished(pid: inspector.pid, id: snapshot.id)
         lockOwners[snapshot.id] = nil
     }
 

@@ -103,13 +103,21 @@ public final class ThreadCapturer {
     /// Seize, interrupt, copy registers and stack, detach. The thread is stopped only between
     /// the interrupt and the detach; every exit path detaches or leaves the thread queued
     /// for detaching.
+    ///
+    /// The agent itself must not be stopped while it holds the target stopped (Ctrl-Z, SIGSTOP
+    /// from a user): the interrupt-to-detach span is a capture window (`stop_guard.h`), in
+    /// which job-control stops are deferred to its end and a SIGSTOP is undone by the
+    /// guardian process until the target is released.
     public func captureStopped(
         pid: Int32, tid: Int32, stackEnd: (UInt64) -> UInt64?, interpreter: ((Int32) -> PythonFrameChain?)? = nil
     ) throws -> ThreadSnapshot {
+        _ = ThreadCapturer.stopGuard
         if sa_ptrace_seize(tid, 0) != 0 {
             throw seizeError(errno, pid: pid, tid: tid)
         }
         let start = MonotonicTime.nanos()
+        sa_capture_window_begin()
+        defer { sa_capture_window_end() }
         if sa_ptrace_interrupt(tid) != 0 {
             let code = errno
             _ = sa_ptrace_detach(tid, 0)
@@ -211,6 +219,9 @@ public final class ThreadCapturer {
     }
 
     public var pendingCount: Int { pendingDetach.count }
+
+    /// Installed once, before the first stop: the job-control handlers and the guardian.
+    static let stopGuard: Bool = sa_stop_guard_install() == 0
 
     private func copyStack(pid: Int32, sp: UInt64, stackEnd: (UInt64) -> UInt64?) -> [UInt8] {
         let n = copyStackToScratch(pid: pid, sp: sp, stackEnd: stackEnd)

@@ -42,17 +42,47 @@ public struct CallTreeNode: Hashable, Codable, Sendable {
     /// The function name of the synthetic root that holds the outermost frames.
     public static let rootFunctionName = "(root)"
 
+    /// Levels a tree keeps below its root. Deeper stacks (runaway recursion, a classic stall)
+    /// keep their outermost and innermost frames with one marker node between them, so every
+    /// format stays within what encoders and readers nest (JSON decoders stop at 512 levels).
+    public static let maxDepth = 96
+    /// Innermost frames kept below the marker of a folded stack: the work in progress.
+    public static let keptInnermostLevels = 32
+    /// The marker's function name starts with this; it ends with "N levels folded".
+    public static let foldedMarkerPrefix = "… "
+
+    /// The marker's name for `count` folded levels.
+    public static func foldedMarker(_ count: Int) -> String { "\(foldedMarkerPrefix)\(count) levels folded" }
+
+    /// `frames` (root first) cut to `maxDepth`: the outermost ones, then nil (the marker's
+    /// place), then the innermost `keptInnermostLevels`; the number of frames folded.
+    public static func depthLimited<Frame>(_ frames: [Frame], maxDepth: Int = maxDepth) -> (frames: [Frame?], folded: Int) {
+        guard frames.count > maxDepth else { return (frames.map { Optional($0) }, 0) }
+        let inner = min(keptInnermostLevels, maxDepth / 2)
+        let outer = maxDepth - inner - 1
+        let folded = frames.count - outer - inner
+        let kept: [Frame?] = frames[..<outer].map { Optional($0) } + [nil] + frames[(frames.count - inner)...].map { Optional($0) }
+        return (kept, folded)
+    }
+
     /// Builds the tree of `samples` under a synthetic root (`rootFunctionName`, empty module)
-    /// whose count is the number of samples with at least one frame.
-    public static func build<Samples: Sequence>(from samples: Samples) -> CallTreeNode
+    /// whose count is the number of samples with at least one frame. Stacks deeper than
+    /// `maxDepth` are folded in the middle (`depthLimited`).
+    public static func build<Samples: Sequence>(from samples: Samples, maxDepth: Int = maxDepth) -> CallTreeNode
     where Samples.Element == StackSample {
         let builder = Builder(function: rootFunctionName, module: "")
         for sample in samples where !sample.frames.isEmpty {
             builder.count += 1
             var node = builder
             // Frames are innermost first; the tree is root-first.
-            for frame in sample.frames.reversed() {
-                node = node.child(function: frame.function, module: frame.module)
+            let (frames, folded) = depthLimited(Array(sample.frames.reversed()), maxDepth: maxDepth)
+            for frame in frames {
+                if let frame {
+                    node = node.child(function: frame.function, module: frame.module)
+                } else {
+                    node = node.child(function: foldedMarkerPrefix, module: "")
+                    node.folded = max(node.folded, folded)
+                }
                 node.count += 1
             }
             node.selfCount += 1
@@ -80,6 +110,8 @@ public struct CallTreeNode: Hashable, Codable, Sendable {
         let module: String
         var count = 0
         var selfCount = 0
+        /// For a folded-levels marker: the most levels it stands for.
+        var folded = 0
         var children: [Builder] = []
         var index: [Key: Int] = [:]
 
@@ -104,7 +136,7 @@ public struct CallTreeNode: Hashable, Codable, Sendable {
                 lhs.element.count != rhs.element.count ? lhs.element.count > rhs.element.count : lhs.offset < rhs.offset
             }
             return CallTreeNode(
-                function: function, module: module, count: count, selfCount: selfCount,
+                function: folded > 0 ? CallTreeNode.foldedMarker(folded) : function, module: module, count: count, selfCount: selfCount,
                 children: ordered.map { $0.element.freeze() })
         }
     }

@@ -30,7 +30,7 @@ public enum DumpTextRenderer {
             }
             if let note = thread.interpreterNote { out.append("  (python frames: \(note))") }
         }
-        return out.joined(separator: "\n") + "\n"
+        return TerminalSanitizer.lines(out).joined(separator: "\n") + "\n"
     }
 }
 

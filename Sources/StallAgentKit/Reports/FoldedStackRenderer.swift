@@ -5,7 +5,10 @@ public enum FoldedStackRenderer {
     public static func render(_ snapshot: StallSnapshot, resolve: (SampledFrame) -> String) -> String {
         var counts: [String: Int] = [:]
         for sample in snapshot.samples where !sample.frames.isEmpty {
-            let stack = sample.frames.reversed().map { sanitize(resolve($0)) }.joined(separator: ";")
+            // Folded like the call tree, so a runaway recursion gives a bounded line.
+            let (frames, folded) = CallTreeNode.depthLimited(Array(sample.frames.reversed()))
+            let stack = frames.map { $0.map { sanitize(resolve($0)) } ?? CallTreeNode.foldedMarker(folded) }
+                .joined(separator: ";")
             counts[stack, default: 0] += 1
         }
         // Sorted so the same samples always give the same file (flame graph tools sort anyway).
@@ -15,15 +18,9 @@ public enum FoldedStackRenderer {
     /// ';' separates frames and a newline ends the record, so neither may appear in a name;
     /// spaces may (the count is after the last one), which keeps C++ signatures readable.
     static func sanitize(_ name: String) -> String {
-        var text = ""
-        text.reserveCapacity(name.utf8.count)
-        for character in name {
-            switch character {
-            case ";": text.append(":")
-            case "\n", "\r", "\r\n", "\t": text.append(" ")
-            default: text.append(character)
-            }
-        }
+        // Control characters (newlines too) become visible escapes; ';' cannot be escaped in
+        // this format, so it is replaced.
+        let text = TerminalSanitizer.line(name).replacingOccurrences(of: ";", with: ":")
         return text.isEmpty ? "[unknown]" : text
     }
 }

@@ -8,17 +8,21 @@ public struct ReportBinaryImage: Codable, Sendable, Equatable {
     public var name: String
     public var path: String
     public var buildId: String?
+    /// Why the agent could not read the module's file (a hung mount, a file replaced since it
+    /// was mapped); its frames then have no names or build-id. Absent when it was read.
+    public var unavailable: String?
 
-    public init(start: UInt64, end: UInt64, name: String, path: String, buildId: String? = nil) {
+    public init(start: UInt64, end: UInt64, name: String, path: String, buildId: String? = nil, unavailable: String? = nil) {
         self.start = start
         self.end = end
         self.name = name
         self.path = path
         self.buildId = buildId
+        self.unavailable = unavailable
     }
 
     private enum CodingKeys: String, CodingKey {
-        case start, end, name, path, buildId
+        case start, end, name, path, buildId, unavailable
     }
 
     // Addresses are hex strings, like frame addresses (`SymbolizedFrame`): JSON numbers lose
@@ -30,6 +34,7 @@ public struct ReportBinaryImage: Codable, Sendable, Equatable {
         try c.encode(name, forKey: .name)
         try c.encode(path, forKey: .path)
         try c.encode(buildId, forKey: .buildId)
+        try c.encodeIfPresent(unavailable, forKey: .unavailable)
     }
 
     public init(from decoder: any Decoder) throws {
@@ -46,5 +51,6 @@ public struct ReportBinaryImage: Codable, Sendable, Equatable {
         name = try c.decode(String.self, forKey: .name)
         path = try c.decode(String.self, forKey: .path)
         buildId = try c.decodeIfPresent(String.self, forKey: .buildId)
+        unavailable = try c.decodeIfPresent(String.self, forKey: .unavailable)
     }
 }

@@ -74,7 +74,7 @@ public struct ReportSymbolicator {
         let counts = symbolicate(&report)
         let url = URL(fileURLWithPath: jsonPath)
         let stem = url.deletingPathExtension().lastPathComponent
-        let writer = try ReportWriter(directory: url.deletingLastPathComponent().path)
+        let writer = try ReportWriter(directory: url.deletingLastPathComponent().path, requireSafeOwner: false)
         let paths = try writer.write(report, folded: nil, stem: stem)
         return Result(frames: counts.frames, symbolicated: counts.symbolicated, jsonPath: paths.json, textPath: paths.text)
     }

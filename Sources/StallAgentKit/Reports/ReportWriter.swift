@@ -12,31 +12,101 @@ import Glibc
 /// so a full disk leaves the previous revision (or nothing) in place, never a mix.
 public final class ReportWriter: Sendable {
     public let directory: String
+    /// The directory, opened once after resolving every component without following links:
+    /// files are created and renamed relative to it, so swapping a component of the path for a
+    /// link later redirects nothing.
+    private let directoryFD: Int32
     /// The files of each stall's last revision, keyed by pid and stall id.
     private let written = Mutex<[String: ReportPaths]>([:])
+    /// Stems taken instead of the usual name (something else was there), by the usual one.
+    private let alternatives = Mutex<[String: String]>([:])
 
-    /// Creates `directory` (0755, parents too) if it is missing. Refuses a symbolic link (a
-    /// report directory another user can redirect is a way to overwrite their choice of file),
-    /// anything that is not a directory, and a directory this process cannot create files in.
-    public init(directory: String) throws {
+    /// Creates `directory` (0750, parents too) if it is missing. Refuses a symbolic link in any
+    /// component and `..` (a report directory another user can redirect is a way to overwrite
+    /// their choice of file), anything that is not a directory, and a directory this process
+    /// cannot create files in. With `requireSafeOwner` (the agent's own report directories;
+    /// not `symbolicate`, which rewrites a report where the user points it), the directory must
+    /// also belong to this process's user and not be writable by group or others: whoever can
+    /// write it can pre-empt report names or swap files under the agent.
+    public init(directory: String, requireSafeOwner: Bool = true) throws {
         let path = directory.count > 1 && directory.hasSuffix("/") ? String(directory.dropLast()) : directory
         self.directory = path
         func refuse(_ reason: String) -> StallAgentError { .reportDirectory(path: path, reason: reason) }
+        let fd = try Self.openDirectory(path, refuse: refuse)
         var info = stat()
-        if lstat(path, &info) != 0 {
-            guard errno == ENOENT else { throw refuse(Self.errorText(errno)) }
-            try Self.makeDirectories(path, refuse: refuse)
-            guard lstat(path, &info) == 0 else { throw refuse(Self.errorText(errno)) }
+        guard fstat(fd, &info) == 0 else {
+            let code = errno
+            close(fd)
+            throw refuse(Self.errorText(code))
         }
-        if info.st_mode & S_IFMT == S_IFLNK { throw refuse("is a symbolic link; give the directory it points to") }
-        guard info.st_mode & S_IFMT == S_IFDIR else { throw refuse("exists and is not a directory") }
+        if requireSafeOwner {
+            if info.st_uid != geteuid() {
+                close(fd)
+                throw refuse("belongs to uid \(info.st_uid), not to this agent's user (uid \(geteuid())): its owner could replace reports")
+            }
+            if info.st_mode & 0o022 != 0 {
+                close(fd)
+                throw refuse("is writable by group or others (mode \(String(info.st_mode & 0o7777, radix: 8))); use a directory only this agent's user can write, e.g. chmod go-w")
+            }
+        }
         // access(W_OK) says yes to root on a read-only file system and ignores ACL subtleties;
         // creating a file is the only reliable test.
-        let probe = path + "/.stallagent-probe-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
-        let fd = open(probe, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw refuse("not writable: \(Self.errorText(errno))") }
-        close(fd)
-        unlink(probe)
+        let probe = ".stallagent-probe-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        let probeFD = openat(fd, probe, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        guard probeFD >= 0 else {
+            let code = errno
+            close(fd)
+            throw refuse("not writable: \(Self.errorText(code))")
+        }
+        close(probeFD)
+        unlinkat(fd, probe, 0)
+        directoryFD = fd
+    }
+
+    deinit { close(directoryFD) }
+
+    /// O_PATH (x86-64 and arm64 value): Glibc's module leaves it out without _GNU_SOURCE.
+    private static let pathOnly: Int32 = 0o10000000
+
+    /// Walks `path` one component at a time with O_NOFOLLOW, creating missing components
+    /// (0750); returns the last one opened for reading.
+    private static func openDirectory(_ path: String, refuse: (String) -> StallAgentError) throws -> Int32 {
+        var current = open(path.hasPrefix("/") ? "/" : ".", Self.pathOnly | O_DIRECTORY | O_CLOEXEC)
+        guard current >= 0 else { throw refuse(errorText(errno)) }
+        var prefix = path.hasPrefix("/") ? "" : "."
+        for component in path.split(separator: "/") where component != "." {
+            let name = String(component)
+            prefix += "/" + name
+            guard name != ".." else {
+                close(current)
+                throw refuse("contains '..'; give the directory's own path")
+            }
+            var next = openat(current, name, Self.pathOnly | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+            if next < 0 && errno == ENOENT {
+                if mkdirat(current, name, 0o750) != 0 && errno != EEXIST {
+                    let code = errno
+                    close(current)
+                    throw refuse("cannot create \(prefix): \(errorText(code))")
+                }
+                next = openat(current, name, Self.pathOnly | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+            }
+            if next < 0 {
+                let code = errno
+                var info = stat()
+                let isLink = fstatat(current, name, &info, AT_SYMLINK_NOFOLLOW) == 0 && info.st_mode & S_IFMT == S_IFLNK
+                close(current)
+                if isLink { throw refuse("\(prefix) is a symbolic link; give the directory it points to") }
+                if code == ENOTDIR { throw refuse("\(prefix) exists and is not a directory") }
+                throw refuse("\(prefix): \(errorText(code))")
+            }
+            close(current)
+            current = next
+        }
+        let readable = openat(current, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        let code = errno
+        close(current)
+        guard readable >= 0 else { throw refuse(errorText(code)) }
+        return readable
     }
 
     /// Tells this agent process's reports from another's: two agents on one service (or an
@@ -57,51 +127,84 @@ public final class ReportWriter: Sendable {
     }
 
     /// `stem` overrides the name derived from the report (a rewrite of an existing file).
+    /// Each format is rendered on its own: one that cannot be rendered is left out (and named
+    /// in the thrown `ReportWriteError.formatsFailed` after the others are written), so a
+    /// report never fails as a whole. A failure to store (a full disk) writes nothing.
     public func write(_ r: StallReport, folded: String?, stem: String? = nil) throws -> ReportPaths {
-        let base = directory + "/" + (stem ?? fileStem(for: r))
-        let paths = ReportPaths(text: base + ".txt", json: base + ".json", folded: folded.map { _ in base + ".folded" })
+        var failed: [String] = []
         // The text goes last: whoever sees it (the summary line points there) finds the rest.
-        var files: [(path: String, bytes: Data)] = [(paths.json, try StallReportJSONRenderer.render(r))]
-        if let folded, let path = paths.folded { files.append((path, Data(folded.utf8))) }
-        files.append((paths.text, Data(StallReportTextRenderer.render(r).utf8)))
-
-        var staged: [String] = []
+        var contents: [(suffix: String, bytes: Data)] = []
         do {
-            for file in files { staged.append(try AtomicFile.stage(file.bytes, nextTo: file.path)) }
-            for (temp, file) in zip(staged, files) where rename(temp, file.path) != 0 {
-                throw StallAgentError.system(operation: "rename \(temp) to \(file.path)", errno: errno)
-            }
+            contents.append((".json", try StallReportJSONRenderer.render(r)))
         } catch {
-            for temp in staged { unlink(temp) }
-            throw error
+            failed.append("JSON: \(ReportWriteError.describe(error))")
         }
+        if let folded { contents.append((".folded", Data(folded.utf8))) }
+        contents.append((".txt", Data(StallReportTextRenderer.render(r).utf8)))
+
+        let key = "\(r.process.pid)-\(r.id)"
+        let usual = stem ?? fileStem(for: r)
+        var name = alternatives.withLock { $0[usual] } ?? usual
+        var paths: ReportPaths
+        var attempt = 0
+        while true {
+            do {
+                paths = try store(contents, stem: name, folded: folded != nil)
+                break
+            } catch let error as StallAgentError {
+                // Something not ours sits at the report's name (a directory pre-created to
+                // suppress reports): take another name rather than lose the report.
+                guard case .system(_, let code) = error, code == EISDIR || code == ENOTEMPTY || code == ENOTDIR,
+                      attempt < 3
+                else { throw error }
+                attempt += 1
+                name = usual + "-\(String(UInt32.random(in: 0...UInt32.max), radix: 16))"
+            }
+        }
+        if name != usual { alternatives.withLock { $0[usual] = name } }
         // The name carries the reason: when it changes (hang → died, lock → deadlock) the
         // earlier revision must go, or it would stay behind as a stale "ongoing" report.
-        let key = "\(r.process.pid)-\(r.id)"
         if let previous = written.withLock({ $0.updateValue(paths, forKey: key) }), previous.text != paths.text {
-            for path in [previous.text, previous.json, previous.folded].compactMap({ $0 }) { unlink(path) }
+            for path in [previous.text, previous.json, previous.folded].compactMap({ $0 }) {
+                unlinkat(directoryFD, (path as NSString).lastPathComponent, 0)
+            }
         }
-        syncDirectory()
+        fsync(directoryFD)
+        if !failed.isEmpty { throw ReportWriteError.formatsFailed(paths: paths, failures: failed) }
         return paths
     }
 
-    /// Makes the renames durable; a failure here loses nothing already visible, so it is ignored.
-    private func syncDirectory() {
-        let fd = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        guard fd >= 0 else { return }
-        fsync(fd)
-        close(fd)
+    /// Stages every file, then renames them all: a failure to store writes nothing.
+    private func store(_ contents: [(suffix: String, bytes: Data)], stem: String, folded: Bool) throws -> ReportPaths {
+        let base = directory + "/" + stem
+        var paths = ReportPaths(text: base + ".txt", json: base + ".json", folded: folded ? base + ".folded" : nil)
+        paths.stem = stem
+        var staged: [String] = []
+        do {
+            for file in contents {
+                staged.append(try AtomicFile.stage(file.bytes, directoryFD: directoryFD, name: stem + file.suffix, mode: Self.fileMode))
+            }
+            for (temp, file) in zip(staged, contents) where renameat(directoryFD, temp, directoryFD, stem + file.suffix) != 0 {
+                throw StallAgentError.system(operation: "rename \(temp) to \(base + file.suffix)", errno: errno)
+            }
+        } catch {
+            for temp in staged { unlinkat(directoryFD, temp, 0) }
+            throw error
+        }
+        return paths
     }
 
-    private static func makeDirectories(_ path: String, refuse: (String) -> StallAgentError) throws {
-        var prefix = path.hasPrefix("/") ? "" : "."
-        for component in path.split(separator: "/") {
-            prefix += "/" + component
-            if mkdir(prefix, 0o755) != 0 && errno != EEXIST {
-                throw refuse("cannot create \(prefix): \(errorText(errno))")
-            }
+    /// Forgets a stall whose last revision is written, so a long watch keeps no state per stall.
+    public func finished(pid: Int32, id: Int) {
+        guard let paths = written.withLock({ $0.removeValue(forKey: "\(pid)-\(id)") }), let stem = paths.stem else { return }
+        alternatives.withLock { table in
+            for (usual, alternative) in table where alternative == stem { table[usual] = nil }
         }
     }
+
+    /// Report files: readable by the agent's user and group only (they hold command lines,
+    /// paths and addresses of the watched process).
+    public static let fileMode: mode_t = 0o640
 
     /// Keeps `[A-Za-z0-9._-]` so a process name cannot add directories, spaces or control
     /// characters to a file name.
@@ -114,6 +217,29 @@ public final class ReportWriter: Sendable {
 
     private static func errorText(_ code: Int32) -> String {
         String(cString: strerror(code))
+    }
+}
+
+/// A report written without some of its formats.
+public enum ReportWriteError: Error, CustomStringConvertible {
+    case formatsFailed(paths: ReportPaths, failures: [String])
+
+    public var description: String {
+        switch self {
+        case .formatsFailed(let paths, let failures):
+            return "\(failures.joined(separator: "; ")) (the other formats were written: \(paths.text))"
+        }
+    }
+
+    /// The error without the data: Foundation's encoding errors print the whole value they
+    /// failed on (a report with its command line and every frame), which must not reach a log.
+    static func describe(_ error: any Error) -> String {
+        switch error {
+        case EncodingError.invalidValue(_, let context):
+            return "cannot encode the value at \(context.codingPath.count) levels deep: \(context.debugDescription.prefix(200))"
+        default:
+            return String(String(describing: error).prefix(300))
+        }
     }
 }
 

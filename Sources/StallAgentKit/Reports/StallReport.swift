@@ -51,6 +51,9 @@ public struct StallReport: Codable, Sendable {
     public var loopTurns: String?
     /// Why better evidence was not available (e.g. the kernel refused the counters).
     public var loopTurnsNote: String?
+    /// Why there are no stacks when none could be captured (another tracer holds the
+    /// target); the stall is then timed from /proc alone. Absent otherwise.
+    public var sampling: String?
     /// The one-sentence "Description:" line.
     public var description: String
 
@@ -93,6 +96,7 @@ public struct StallReport: Codable, Sendable {
         occurrence = context.occurrence
         loopTurns = snapshot.isOnDemand ? nil : snapshot.loopTurnEvidence?.rawValue
         loopTurnsNote = loopTurns == nil ? nil : context.loopTurnsNote
+        sampling = context.samplingNote
         binaryImages = []
         description = ""
         binaryImages = Self.usedImages(context.binaryImages, by: self)
@@ -182,7 +186,7 @@ public struct StallReport: Codable, Sendable {
         case schemaVersion, kind, id, revision, trigger, reason, cause, phase, deadlock, process, thread, hostname
         case startTime, endTime, ongoing, ending, durationSeconds, thresholdSeconds, samples, stateBreakdown
         case stallFrame, heaviestStack, callTree, lockOwner, binaryImages, agent, termination, fingerprint
-        case occurrence, description, loopTurns, loopTurnsNote
+        case occurrence, description, loopTurns, loopTurnsNote, sampling
     }
 
     // Optional fields are written as null, never left out, so every report has every key.
@@ -221,6 +225,7 @@ public struct StallReport: Codable, Sendable {
         try c.encode(description, forKey: .description)
         try c.encode(loopTurns, forKey: .loopTurns)
         try c.encode(loopTurnsNote, forKey: .loopTurnsNote)
+        try c.encodeIfPresent(sampling, forKey: .sampling)
     }
 
     public init(from decoder: any Decoder) throws {
@@ -264,6 +269,7 @@ public struct StallReport: Codable, Sendable {
         description = try c.decodeIfPresent(String.self, forKey: .description) ?? ""
         loopTurns = try c.decodeIfPresent(String.self, forKey: .loopTurns)
         loopTurnsNote = try c.decodeIfPresent(String.self, forKey: .loopTurnsNote)
+        sampling = try c.decodeIfPresent(String.self, forKey: .sampling)
     }
 
     /// Reads what `ReportTime.iso8601` writes, and plain ISO-8601 with or without fractions.

@@ -19,14 +19,17 @@ public struct StallReportContext {
     public var hostname: String
     /// Why the loop-turn evidence is not the best kind (shown once per report).
     public var loopTurnsNote: String?
+    /// Why the stack could not be sampled (e.g. "cannot sample: traced by PID 12 (strace)").
+    public var samplingNote: String?
 
     public init(
         process: ReportProcessInfo, thread: ReportThreadInfo, wallClockOffset: Double,
         resolveFrame: @escaping (SampledFrame, Int) -> SymbolizedFrame, binaryImages: [ReportBinaryImage] = [],
         lockOwner: ReportLockOwner? = nil, agent: ReportAgentStats = ReportAgentStats(), termination: String? = nil,
-        occurrence: Int = 1, hostname: String = "", loopTurnsNote: String? = nil
+        occurrence: Int = 1, hostname: String = "", loopTurnsNote: String? = nil, samplingNote: String? = nil
     ) {
         self.loopTurnsNote = loopTurnsNote
+        self.samplingNote = samplingNote
         self.process = process
         self.thread = thread
         self.wallClockOffset = wallClockOffset

@@ -26,11 +26,13 @@ public enum StallReportTextRenderer {
         for image in r.binaryImages {
             out.append(
                 "  0x\(String(image.start, radix: 16)) - 0x\(String(image.end, radix: 16)) \(image.name) "
-                    + "<\(image.buildId ?? "no build-id")> \(image.path)")
+                    + "<\(image.buildId ?? "no build-id")> \(image.path)"
+                    + (image.unavailable.map { " (unavailable: \($0))" } ?? ""))
         }
         out.append("")
         out.append(field("Agent:", agent(r.agent)))
-        return out.joined(separator: "\n") + "\n"
+        // Names, paths and argv come from the target: one sanitiser for every line.
+        return TerminalSanitizer.lines(out).joined(separator: "\n") + "\n"
     }
 
     private static func header(_ r: StallReport) -> [String] {
@@ -63,6 +65,7 @@ public enum StallReportTextRenderer {
         if let turns = r.loopTurns {
             out.append(field("Loop Turns:", turns + (r.loopTurnsNote.map { " (\($0))" } ?? "")))
         }
+        if let sampling = r.sampling { out.append(field("Sampling:", sampling)) }
         let stallFrame = r.stallFrame.map(StackTextRenderer.summary) ?? "none (no frame was in every sample)"
         out.append(field("Stall Frame:", stallFrame))
         return out

@@ -20,6 +20,6 @@ public enum StallSummaryLine {
         if r.occurrence > 1 { notes.append("seen \(r.occurrence)×") }
         text += " (\(notes.joined(separator: ", ")))"
         if let reportPath { text += " → \(reportPath)" }
-        return text
+        return TerminalSanitizer.line(text)
     }
 }

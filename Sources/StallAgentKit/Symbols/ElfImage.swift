@@ -1,4 +1,5 @@
 import CLibelf
+import CPtrace
 import Synchronization
 
 #if canImport(Glibc)
@@ -31,7 +32,13 @@ public final class ElfImage: @unchecked Sendable {
     /// ET_DYN: a shared object or PIE, loaded at a bias.
     public let isPositionIndependent: Bool
     private let bytes: UnsafeMutableRawBufferPointer
-    private let ownsMapping: Bool
+    private enum Storage {
+        /// A file mapping registered with the SIGBUS guard under this slot.
+        case guardedMapping(Int32)
+        /// Memory this image allocated (a copy).
+        case owned
+    }
+    private let storage: Storage
     /// The libelf handle, for the symbol and DWARF readers of this module.
     private(set) var elf: OpaquePointer?
     /// Built on first use, under a lock: one image is shared by every monitor of a host agent.
@@ -41,24 +48,44 @@ public final class ElfImage: @unchecked Sendable {
     /// the merged tables and DWARF are built once per pair of files.
     let companions = Mutex<[ObjectIdentifier?: ModuleSymbols]>([:])
 
-    /// Opens a file by path (typically through `/proc/PID/root/…` so containers work).
+    /// Opens a file by path (typically through `/proc/PID/root/…` so containers work). Only a
+    /// regular file is accepted, opened so that a FIFO or a swapped-in symbolic link cannot
+    /// block or redirect the open (see `SafeFileReader`).
     public convenience init(path: String, displayPath: String? = nil) throws {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        if fd < 0 { throw StallAgentError.system(operation: "open \(path)", errno: errno) }
+        let (fd, info) = try SafeFileReader.openRegularFile(path, maxBytes: ElfImage.maxFileBytes)
         defer { close(fd) }
-        var info = stat()
-        guard fstat(fd, &info) == 0, info.st_size > 16 else {
-            throw StallAgentError.invalidArgument("\(path): not an ELF file")
-        }
+        try self.init(fileDescriptor: fd, info: info, path: path, displayPath: displayPath)
+    }
+
+    /// ELF files larger than this are refused (nothing real comes close; a sparse file could).
+    static let maxFileBytes: Int64 = 4 << 30
+
+    /// Maps an open regular file. The file's owner may truncate it at any time, so the mapping
+    /// is registered with the SIGBUS guard: a read past the new end sees zeros instead of
+    /// killing the agent, and `changedSinceMapping` turns true. Without a free guard slot the
+    /// file is read into memory instead.
+    convenience init(fileDescriptor fd: Int32, info: stat, path: String, displayPath: String? = nil) throws {
+        guard info.st_size > 16 else { throw StallAgentError.invalidArgument("\(path): not an ELF file") }
         let size = Int(info.st_size)
+        sa_sigbus_guard_install()
         // Private and writable so libelf may never fault on its own bookkeeping; pages are
         // shared with the page cache until written, which nothing does.
-        guard let base = mmap(nil, size, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0),
-              base != MAP_FAILED
-        else { throw StallAgentError.system(operation: "mmap \(path)", errno: errno) }
+        if let base = mmap(nil, size, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0), base != MAP_FAILED {
+            let slot = sa_sigbus_guard_add(base, size)
+            if slot >= 0 {
+                try self.init(
+                    bytes: UnsafeMutableRawBufferPointer(start: base, count: size), storage: .guardedMapping(slot),
+                    path: displayPath ?? path)
+                return
+            }
+            munmap(base, size)
+        }
+        guard size <= 512 << 20 else { throw StallAgentError.invalidArgument("\(path): too large to read into memory") }
+        let copy = try SafeFileReader.read(fd: fd, count: size, path: path)
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: max(copy.count, 1), alignment: 16)
+        buffer.copyBytes(from: copy)
         try self.init(
-            bytes: UnsafeMutableRawBufferPointer(start: base, count: size), ownsMapping: true,
-            path: displayPath ?? path)
+            bytes: UnsafeMutableRawBufferPointer(rebasing: buffer[0..<copy.count]), storage: .owned, path: displayPath ?? path)
     }
 
     /// Wraps an in-memory image (the vDSO). The bytes are copied.
@@ -66,20 +93,20 @@ public final class ElfImage: @unchecked Sendable {
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: max(memory.count, 1), alignment: 16)
         buffer.copyBytes(from: memory)
         try self.init(
-            bytes: UnsafeMutableRawBufferPointer(rebasing: buffer[0..<memory.count]), ownsMapping: false,
+            bytes: UnsafeMutableRawBufferPointer(rebasing: buffer[0..<memory.count]), storage: .owned,
             path: path)
     }
 
-    private init(bytes: UnsafeMutableRawBufferPointer, ownsMapping: Bool, path: String) throws {
+    private init(bytes: UnsafeMutableRawBufferPointer, storage: Storage, path: String) throws {
         self.bytes = bytes
-        self.ownsMapping = ownsMapping
+        self.storage = storage
         self.path = path
         _ = elf_version(UInt32(EV_CURRENT))
         let handle = elf_memory(bytes.baseAddress!.assumingMemoryBound(to: CChar.self), bytes.count)
         var header = GElf_Ehdr()
         guard let handle, elf_kind(handle) == ELF_K_ELF, gelf_getehdr(handle, &header) != nil else {
             if let handle { elf_end(handle) }
-            ElfImage.release(bytes, ownsMapping)
+            ElfImage.release(bytes, storage)
             throw StallAgentError.invalidArgument("\(path): not a valid ELF file")
         }
         elf = handle
@@ -113,15 +140,25 @@ public final class ElfImage: @unchecked Sendable {
 
     deinit {
         if let elf { elf_end(elf) }
-        ElfImage.release(bytes, ownsMapping)
+        ElfImage.release(bytes, storage)
     }
 
-    private static func release(_ bytes: UnsafeMutableRawBufferPointer, _ ownsMapping: Bool) {
-        if ownsMapping {
+    private static func release(_ bytes: UnsafeMutableRawBufferPointer, _ storage: Storage) {
+        switch storage {
+        case .guardedMapping(let slot):
+            // Unguard first: a fault between the two would otherwise hit a stale range.
+            sa_sigbus_guard_remove(slot)
             munmap(bytes.baseAddress, bytes.count)
-        } else {
+        case .owned:
             bytes.deallocate()
         }
+    }
+
+    /// True when the mapped file was truncated after it was mapped (a read past its new end
+    /// was answered with zeros): its contents, build-id included, are no longer trustworthy.
+    public var changedSinceMapping: Bool {
+        if case .guardedMapping(let slot) = storage { return sa_sigbus_guard_slot_faults(slot) > 0 }
+        return false
     }
 
     // MARK: Addresses

@@ -3,6 +3,8 @@ public final class LoadedModule {
     public let path: String
     public let mappings: [MemoryMapEntry]
     public let image: ElfImage?
+    /// Why `image` is nil when the file could not be trusted or did not answer.
+    public let unavailable: ElfImageCache.Unavailable?
     /// Added to an ELF virtual address to get the address in the target.
     public let bias: UInt64
     /// Lowest and highest executable addresses, for choosing the module of a pc.
@@ -16,7 +18,11 @@ public final class LoadedModule {
     public var start: UInt64 { mappings.first?.start ?? 0 }
     public var end: UInt64 { mappings.last?.end ?? 0 }
 
-    init(path: String, mappings: [MemoryMapEntry], image: ElfImage?, alias: String? = nil) {
+    init(
+        path: String, mappings: [MemoryMapEntry], image: ElfImage?, alias: String? = nil,
+        unavailable: ElfImageCache.Unavailable? = nil
+    ) {
+        self.unavailable = unavailable
         self.path = path
         self.alias = alias
         self.mappings = mappings

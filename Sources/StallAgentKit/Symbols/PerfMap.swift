@@ -80,21 +80,33 @@ final class PerfMapFile {
         return value
     }
 
+    /// Set when the file did not answer in time: the perf map is then given up for good.
+    private var hung = false
+
     func current() -> PerfMap? {
-        var info = stat()
-        guard stat(path, &info) == 0, info.st_mode & S_IFMT == S_IFREG else {
-            stamp = nil
+        guard !hung else { return nil }
+        // The file belongs to the target's user: it may be a FIFO, a link, huge, or on a
+        // mount that hangs. Checked on the descriptor that is read, on the file-I/O worker.
+        let path = path
+        let previous = stamp
+        let outcome = BoundedFileIO.shared.run { () -> (stamp: (Int, Int, Int)?, text: String?, changed: Bool) in
+            guard let (fd, info) = try? SafeFileReader.openRegularFile(path) else { return (nil, nil, true) }
+            defer { close(fd) }
+            let now = (Int(info.st_size), Int(info.st_mtim.tv_sec), Int(info.st_mtim.tv_nsec))
+            if let previous, previous == now { return (now, nil, false) }
+            guard info.st_size <= PerfMap.maxBytes,
+                  let bytes = try? SafeFileReader.read(fd: fd, count: Int(info.st_size), path: path)
+            else { return (now, nil, true) }
+            return (now, String(decoding: bytes, as: UTF8.self), true)
+        }
+        guard let outcome else {
+            hung = true
             map = nil
             return nil
         }
-        let now = (Int(info.st_size), Int(info.st_mtim.tv_sec), Int(info.st_mtim.tv_nsec))
-        if let stamp, stamp == now { return map }
-        stamp = now
-        guard info.st_size <= PerfMap.maxBytes, let text = try? ProcFS.readText(path, pid: 0) else {
-            map = nil
-            return nil
-        }
-        map = PerfMap(text: Substring(text))
+        stamp = outcome.stamp
+        guard outcome.changed else { return map }
+        map = outcome.text.map { PerfMap(text: Substring($0)) }
         return map
     }
 }

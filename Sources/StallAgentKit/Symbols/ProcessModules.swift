@@ -47,15 +47,18 @@ public final class ProcessModules {
         var modules: [LoadedModule] = []
         let executable = try? ProcFS.readLink("/proc/\(pid)/exe", pid: pid)
         for (path, mappings) in clusters where mappings.contains(where: \.executable) || path == "[vdso]" {
-            let image: ElfImage?
+            var image: ElfImage?
+            var unavailable: ElfImageCache.Unavailable?
             if path == "[vdso]" {
                 image = ProcessModules.vdsoImage(pid: pid, mapping: mappings[0])
             } else {
                 let cleanPath = path.hasSuffix(" (deleted)") ? String(path.dropLast(10)) : path
-                image = cache.image(atPath: "/proc/\(pid)/root" + cleanPath, displayPath: cleanPath)
+                // The executable mapping names the file most surely (map_files needs a range).
+                let mapping = mappings.first(where: \.executable) ?? mappings[0]
+                (image, unavailable) = cache.moduleImage(pid: pid, mapping: mapping, path: cleanPath)
             }
             let alias = path == executable ? ExecutableAlias.name(pid: pid, mappedPath: path) : nil
-            modules.append(LoadedModule(path: path, mappings: mappings, image: image, alias: alias))
+            modules.append(LoadedModule(path: path, mappings: mappings, image: image, alias: alias, unavailable: unavailable))
         }
         self.modules = modules.sorted { $0.start < $1.start }
         var ranges: [(start: UInt64, end: UInt64, module: Int)] = []

@@ -73,7 +73,7 @@ struct ReportWriterTests {
         defer { try? FileManager.default.removeItem(atPath: base) }
         try FileManager.default.createDirectory(atPath: base + "/real", withIntermediateDirectories: true)
         #expect(symlink(base + "/real", base + "/link") == 0)
-        #expect(throws: StallAgentError.reportDirectory(path: base + "/link", reason: "is a symbolic link; give the directory it points to")) {
+        #expect(throws: StallAgentError.reportDirectory(path: base + "/link", reason: base + "/link is a symbolic link; give the directory it points to")) {
             try ReportWriter(directory: base + "/link")
         }
         #expect(throws: StallAgentError.self) { try ReportWriter(directory: base + "/link/") }
@@ -84,7 +84,7 @@ struct ReportWriterTests {
         defer { try? FileManager.default.removeItem(atPath: base) }
         try FileManager.default.createDirectory(atPath: base, withIntermediateDirectories: true)
         #expect(FileManager.default.createFile(atPath: base + "/file", contents: Data("x".utf8)))
-        #expect(throws: StallAgentError.reportDirectory(path: base + "/file", reason: "exists and is not a directory")) {
+        #expect(throws: StallAgentError.reportDirectory(path: base + "/file", reason: base + "/file exists and is not a directory")) {
             try ReportWriter(directory: base + "/file")
         }
         // A file in the way of a parent to create.
@@ -96,11 +96,15 @@ struct ReportWriterTests {
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let writer = try ReportWriter(directory: directory)
         let r = report()
-        // A non-empty directory where the JSON file should go: rename(2) cannot replace it.
+        // A non-empty directory where the JSON file should go: rename(2) cannot replace it, so
+        // the report takes another name (issue 15: pre-created names must not suppress reports)
+        // and no temporary file of the failed attempt is left.
         let blocker = directory + "/" + writer.fileStem(for: r) + ".json"
         try FileManager.default.createDirectory(atPath: blocker + "/x", withIntermediateDirectories: true)
-        #expect(throws: StallAgentError.self) { try writer.write(r, folded: "a 1\n") }
-        #expect(try contents(directory) == [writer.fileStem(for: r) + ".json"])
+        let paths = try writer.write(r, folded: "a 1\n")
+        #expect(paths.json != blocker)
+        #expect(try contents(directory).count == 4)
+        #expect(try contents(directory).allSatisfy { !$0.hasPrefix(".") })
     }
 
     /// Disk full, for real: a 16 KiB tmpfs. Needs root (mount); elsewhere the rename-failure
@@ -144,7 +148,7 @@ struct ReportWriterTests {
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: directory) }
         // Root ignores permission bits; a read-only mount is what refuses root.
-        guard mount("tmpfs", directory, "tmpfs", UInt(MS_RDONLY), "size=16k") == 0 else { return }
+        guard mount("tmpfs", directory, "tmpfs", UInt(MS_RDONLY), "size=16k,mode=0755") == 0 else { return }
         defer { umount2(directory, 0) }
         #expect(throws: StallAgentError.reportDirectory(path: directory, reason: "not writable: Read-only file system")) {
             try ReportWriter(directory: directory)

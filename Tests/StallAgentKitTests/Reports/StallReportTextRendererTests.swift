@@ -95,10 +95,13 @@ struct StallReportTextRendererTests {
         let text = CallTreeTextRenderer.lines(tree)
         #expect(text.count < 20)
         #expect(text[0] == "  98 main  (app)")
-        #expect(text[1] == "    98 recurse  (app) ×200 (recursion)")
-        #expect(text[2] == "      60 hot  (app) [self 60]")
-        #expect(text[3] == "      30 warm  (app) [self 30]")
-        #expect(text[4] == "      … 8 more branches (8 samples)")
+        // 202 frames exceed the tree's depth limit: the middle is folded, the leaves kept.
+        #expect(text[1] == "    98 recurse  (app) ×62 (recursion)")
+        #expect(text[2] == "      98 … 107 levels folded")
+        #expect(text[3] == "        98 recurse  (app) ×31 (recursion)")
+        #expect(text[4] == "          60 hot  (app) [self 60]")
+        #expect(text[5] == "          30 warm  (app) [self 30]")
+        #expect(text[6] == "          … 8 more branches (8 samples)")
 
         var deep = CallTreeTextRenderer.Limits()
         deep.maxDepth = 3

@@ -315,7 +315,7 @@ public final class HostAgent {
         case .pidfile(let path): origin = " (pidfile \(path))"
         case .unit(let unit): origin = " (unit \(unit))"
         }
-        log("stallagent: watching \(monitor.inspector.name) [\(pid)]'s main thread\(origin); reports → \(monitor.summary.reportDirectory)")
+        log("stallagent: watching \(monitor.inspector.name.terminalSafe) [\(pid)]'s main thread\(origin); reports → \(monitor.summary.reportDirectory)")
         metrics?.setTargetUp(slot.spec.label, true)
         metrics?.recordAttach(target: slot.spec.label)
         notifier.status(statusLine())
@@ -346,7 +346,7 @@ public final class HostAgent {
             }
         } else if summary.targetExited {
             if slot.spec.followsRestarts {
-                log("stallagent: \(slot.spec.label): \(summary.name) [\(summary.pid)] exited; waiting for its next main process")
+                log("stallagent: \(slot.spec.label): \(summary.name.terminalSafe) [\(summary.pid)] exited; waiting for its next main process")
                 slot.nextAttempt = now + min(0.2, configuration.retryInterval)
             } else {
                 slot.done = true

@@ -7,8 +7,16 @@ import Glibc
 /// Serves `GET /metrics` for Prometheus on its own thread. Hand-written rather than taken
 /// from an HTTP framework: it answers one fixed document, the monitor loop is synchronous and
 /// must stay free of an async runtime, and a scrape is one request per connection. Each
-/// connection gets a short receive timeout, so a slow or idle client cannot hold the thread.
+/// connection is answered on its own short-lived thread within one overall deadline (reading
+/// the request and sending the answer together), so a slow client — one byte a second
+/// resets no timeout here — neither holds its thread for long nor delays anyone else's scrape;
+/// past `maxClients` connections at once, new ones are closed at once.
 public final class MetricsListener: @unchecked Sendable {
+    /// Seconds one connection may take in all.
+    public static let clientDeadline = 2.0
+    public static let maxClients = 16
+    private let clients = NSLock()
+    private var activeClients = 0
     public let address: String
     public private(set) var port: UInt16 = 0
     private let fd: Int32
@@ -76,20 +84,48 @@ public final class MetricsListener: @unchecked Sendable {
             let client = accept(fd, nil, nil)
             if client < 0 { continue }
             _ = fcntl(client, F_SETFD, FD_CLOEXEC)
-            answer(client)
-            close(client)
+            let admitted = clients.withLock {
+                guard activeClients < Self.maxClients else { return false }
+                activeClients += 1
+                return true
+            }
+            guard admitted else {
+                close(client)
+                continue
+            }
+            let worker = Thread { [self] in
+                answer(client, deadline: MonotonicTime.seconds() + Self.clientDeadline)
+                close(client)
+                clients.withLock { activeClients -= 1 }
+            }
+            worker.name = "stallagent-metrics-client"
+            worker.stackSize = 256 << 10
+            worker.start()
         }
     }
 
-    private func answer(_ client: Int32) {
-        var timeout = timeval(tv_sec: 2, tv_usec: 0)
-        setsockopt(client, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        setsockopt(client, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+    /// Waits for `events` on `client` until the deadline; false when it passed.
+    private static func wait(_ client: Int32, for events: Int32, until deadline: Double) -> Bool {
+        while true {
+            let remaining = deadline - MonotonicTime.seconds()
+            guard remaining > 0 else { return false }
+            var poller = pollfd(fd: client, events: Int16(events), revents: 0)
+            let ready = poll(&poller, 1, Int32(max(1, remaining * 1000)))
+            if ready > 0 { return true }
+            if ready < 0 && errno == EINTR { continue }
+            if ready == 0 { return false }
+            return false
+        }
+    }
+
+    private func answer(_ client: Int32, deadline: Double) {
         var request: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 4096)
         // The request line and headers; the body of a GET is empty.
         while request.count < 16_384, !MetricsListener.hasHeaderEnd(request) {
-            let n = buffer.withUnsafeMutableBytes { recv(client, $0.baseAddress, $0.count, 0) }
+            guard Self.wait(client, for: Int32(POLLIN), until: deadline) else { return }
+            let n = buffer.withUnsafeMutableBytes { recv(client, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
+            if n < 0 && (errno == EAGAIN || errno == EINTR) { continue }
             if n <= 0 { break }
             request += buffer[0..<n]
         }
@@ -112,7 +148,9 @@ public final class MetricsListener: @unchecked Sendable {
         let bytes = Array(response.utf8)
         var offset = 0
         while offset < bytes.count {
-            let n = bytes[offset...].withUnsafeBytes { send(client, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            guard Self.wait(client, for: Int32(POLLOUT), until: deadline) else { return }
+            let n = bytes[offset...].withUnsafeBytes { send(client, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL | MSG_DONTWAIT)) }
+            if n < 0 && (errno == EAGAIN || errno == EINTR) { continue }
             if n <= 0 { break }
             offset += n
         }

@@ -1,0 +1,8 @@
+#ifndef SAFE_FILE_H
+#define SAFE_FILE_H
+
+/// fstatfs(fd)'s f_type (a file system magic number), or -1 with errno. Swift's Glibc module
+/// does not export <sys/vfs.h>.
+long sa_fstatfs_type(int fd);
+
+#endif

@@ -1,0 +1,11 @@
+#include "safe_file.h"
+
+#include <sys/vfs.h>
+
+long sa_fstatfs_type(int fd)
+{
+    struct statfs fs;
+    if (fstatfs(fd, &fs) != 0)
+        return -1;
+    return (long)fs.f_type;
+}
