@@ -68,15 +68,18 @@ public final class ProcessInspector {
         // The new program may (no longer) be a Python interpreter.
         pythonLookedFor = false
         pythonReader = nil
+        // Its maps now, even if they were read since the exec: the executable's mapping is
+        // what a later exec of the same file is told by, and a stale one would look like one.
+        _ = try? refreshModules(force: true)
     }
 
     /// Re-reads the memory map when it changed (dlopen, exec).
     @discardableResult
-    public func refreshModules() throws -> Bool {
+    public func refreshModules(force: Bool = false) throws -> Bool {
         // Compare the maps text first: rebuilding the module list (a stat per file, the vDSO
         // read) every second would be most of an idle watch's CPU.
         let text = try ProcFS.readText("/proc/\(pid)/maps", pid: pid)
-        guard text.hashValue != modules.mapsSignature else { return false }
+        guard force || text.hashValue != modules.mapsSignature else { return false }
         let fresh = try ProcessModules(pid: pid, mapsText: text)
         modules = fresh
         unwinder.update(modules: fresh)
@@ -91,7 +94,8 @@ public final class ProcessInspector {
         let path = try? ProcFS.readLink("/proc/\(pid)/exe", pid: pid)
         let comm = threadName(pid) ?? name
         let mainMapping = modules.modules.first { $0.path == path }?.start
-        if path != executablePath || comm != name || mainMapping != lastMainMapping {
+        // No path: the process is exiting (its mm is gone), not exec'ing.
+        if let path, path != executablePath || comm != name || mainMapping != lastMainMapping {
             executablePath = path
             name = comm
             execCount += 1

@@ -287,9 +287,18 @@ public final class StallMonitor {
         if now >= nextModuleCheck {
             // exec or dlopen changes the maps; re-reading them costs ~100 µs, once a second.
             // refreshModules itself notices an exec (a new executable, comm or mapping) and
-            // takes the new name and path, so its count says it, not the path comparison.
-            if (try? inspector.refreshModules()) == true, executableChanged() || inspector.execCount != execCount {
-                noteExec(at: now)
+            // takes the new name and path. Another program: start afresh. The same program
+            // mapped anew (a daemon re-exec'ing itself; or, under load, a mapping first read
+            // mid-exec): its identity is read again, but a stall in progress is kept.
+            if (try? inspector.refreshModules()) == true {
+                if executableChanged() || (inspector.execCount != execCount
+                    && (inspector.name != processInfo.name || inspector.executablePath != processInfo.path))
+                {
+                    noteExec(at: now)
+                } else if inspector.execCount != execCount {
+                    execCount = inspector.execCount
+                    (processInfo, threadInfo) = StallMonitor.identity(of: inspector, redactArgv: options.redactArgv, unit: options.unit)
+                }
             }
             nextModuleCheck = now + 1
         }
@@ -303,11 +312,10 @@ public final class StallMonitor {
         handle(detector.noteExec(at: now))
         let before = processInfo.name
         inspector.reidentify()
-        _ = try? inspector.refreshModules()
         execCount = inspector.execCount
         (processInfo, threadInfo) = StallMonitor.identity(of: inspector, redactArgv: options.redactArgv, unit: options.unit)
         summary.name = processInfo.name
-        if stallEvents == nil, !options.quiet {
+        if !options.quiet {
             log("stallagent: \(before.terminalSafe) [\(inspector.pid)] exec'd \((processInfo.path ?? processInfo.name).terminalSafe); reports now name it \(processInfo.name.terminalSafe)")
         }
         frameCache.removeAll()

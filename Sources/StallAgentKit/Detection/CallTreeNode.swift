@@ -21,24 +21,6 @@ public struct CallTreeNode: Hashable, Codable, Sendable {
         self.children = children
     }
 
-    /// The tree cut `levels` below this node: the nodes there keep their counts but no
-    /// children, and one child named `cutFunctionName` stands for the samples that went deeper.
-    /// Foundation's JSON encoder refuses nesting past 512 (about 255 tree levels), which
-    /// stacks with interpreter frames (a pytest run: 250+ frames) reach.
-    public func limited(toDepth levels: Int) -> CallTreeNode {
-        var copy = self
-        if levels <= 0 {
-            let deeper = count - selfCount
-            copy.children = deeper > 0 ? [CallTreeNode(function: CallTreeNode.cutFunctionName, module: "", count: deeper, selfCount: deeper)] : []
-        } else {
-            copy.children = children.map { $0.limited(toDepth: levels - 1) }
-        }
-        return copy
-    }
-
-    /// Stands for the levels `limited(toDepth:)` cut.
-    public static let cutFunctionName = "[deeper frames cut]"
-
     /// The function name of the synthetic root that holds the outermost frames.
     public static let rootFunctionName = "(root)"
 

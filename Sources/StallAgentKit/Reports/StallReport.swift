@@ -88,7 +88,7 @@ public struct StallReport: Codable, Sendable {
                 samples: heaviest.sampleCount, totalSamples: heaviest.totalSamples,
                 frames: heaviest.frames.enumerated().map { context.resolveFrame($1, $0) })
         }
-        callTree = snapshot.callTree.limited(toDepth: StallReport.maxCallTreeDepth)
+        callTree = snapshot.callTree
         lockOwner = context.lockOwner
         agent = context.agent
         termination = context.termination
@@ -141,9 +141,6 @@ public struct StallReport: Codable, Sendable {
             .sorted { $0.start < $1.start }
             .filter { seen.insert("\($0.start)-\($0.path)").inserted }
     }
-
-    /// Deep enough for any readable stack, shallow enough for JSON (see `CallTreeNode.limited`).
-    static let maxCallTreeDepth = 200
 
     /// The frame to name in one-line summaries: the heaviest stack's innermost frame outside
     /// system libraries (libc, the dynamic loader, the vDSO), so a lock or sleep stall names the
