@@ -69,13 +69,18 @@ public final class ReportWriter: Sendable {
     private static let pathOnly: Int32 = 0o10000000
 
     /// Walks `path` one component at a time with O_NOFOLLOW, creating missing components
-    /// (0750); returns the last one opened for reading.
+    /// (0750); returns the last one opened for reading. A symbolic link is followed only when
+    /// nobody else could have planted it: owned by root or by this user, in a directory that
+    /// group and others cannot write. systemd's `DynamicUser=` makes `/var/lib/NAME` exactly
+    /// such a link (to `private/NAME`); a link in /tmp or in a user-writable directory is not.
     private static func openDirectory(_ path: String, refuse: (String) -> StallAgentError) throws -> Int32 {
         var current = open(path.hasPrefix("/") ? "/" : ".", Self.pathOnly | O_DIRECTORY | O_CLOEXEC)
         guard current >= 0 else { throw refuse(errorText(errno)) }
         var prefix = path.hasPrefix("/") ? "" : "."
-        for component in path.split(separator: "/") where component != "." {
-            let name = String(component)
+        var pending = path.split(separator: "/").map(String.init)[...]
+        var linksFollowed = 0
+        while let name = pending.popFirst() {
+            if name == "." || name.isEmpty { continue }
             prefix += "/" + name
             guard name != ".." else {
                 close(current)
@@ -94,8 +99,21 @@ public final class ReportWriter: Sendable {
                 let code = errno
                 var info = stat()
                 let isLink = fstatat(current, name, &info, AT_SYMLINK_NOFOLLOW) == 0 && info.st_mode & S_IFMT == S_IFLNK
+                if isLink, linksFollowed < 8, isTrustedLink(info, in: current),
+                   let target = readLink(at: current, name), !target.split(separator: "/").contains("..")
+                {
+                    linksFollowed += 1
+                    if target.hasPrefix("/") {
+                        close(current)
+                        current = open("/", Self.pathOnly | O_DIRECTORY | O_CLOEXEC)
+                        guard current >= 0 else { throw refuse(errorText(errno)) }
+                    }
+                    prefix = String(prefix.dropLast(name.count + 1))
+                    pending = target.split(separator: "/").map(String.init)[...] + pending
+                    continue
+                }
                 close(current)
-                if isLink { throw refuse("\(prefix) is a symbolic link; give the directory it points to") }
+                if isLink { throw refuse("\(prefix) is a symbolic link someone else could have placed; give the directory it points to") }
                 if code == ENOTDIR { throw refuse("\(prefix) exists and is not a directory") }
                 throw refuse("\(prefix): \(errorText(code))")
             }
@@ -107,6 +125,20 @@ public final class ReportWriter: Sendable {
         close(current)
         guard readable >= 0 else { throw refuse(errorText(code)) }
         return readable
+    }
+
+    private static func isTrustedLink(_ link: stat, in directory: Int32) -> Bool {
+        guard link.st_uid == 0 || link.st_uid == geteuid() else { return false }
+        var parent = stat()
+        guard fstat(directory, &parent) == 0 else { return false }
+        return (parent.st_uid == 0 || parent.st_uid == geteuid()) && parent.st_mode & 0o022 == 0
+    }
+
+    private static func readLink(at directory: Int32, _ name: String) -> String? {
+        var buffer = [CChar](repeating: 0, count: 4096)
+        let count = buffer.withUnsafeMutableBufferPointer { readlinkat(directory, name, $0.baseAddress!, $0.count) }
+        guard count > 0, count < buffer.count else { return nil }
+        return String(decoding: buffer[..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 
     /// Tells this agent process's reports from another's: two agents on one service (or an

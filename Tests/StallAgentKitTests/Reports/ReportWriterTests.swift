@@ -68,15 +68,35 @@ struct ReportWriterTests {
         #expect(try String(contentsOfFile: second.folded!, encoding: .utf8) == "a 2\n")
     }
 
+    /// A link another user could have placed (here owned by nobody) is refused.
     @Test func refusesASymlinkedDirectory() throws {
         let base = F.temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: base) }
         try FileManager.default.createDirectory(atPath: base + "/real", withIntermediateDirectories: true)
         #expect(symlink(base + "/real", base + "/link") == 0)
-        #expect(throws: StallAgentError.reportDirectory(path: base + "/link", reason: base + "/link is a symbolic link; give the directory it points to")) {
+        #expect(lchown(base + "/link", 65534, 65534) == 0)
+        #expect(throws: StallAgentError.reportDirectory(path: base + "/link", reason: base + "/link is a symbolic link someone else could have placed; give the directory it points to")) {
             try ReportWriter(directory: base + "/link")
         }
         #expect(throws: StallAgentError.self) { try ReportWriter(directory: base + "/link/") }
+    }
+
+    /// systemd's DynamicUser= makes /var/lib/NAME a root-owned link to private/NAME in a
+    /// directory only root writes: that link is followed (the shipped units depend on it).
+    @Test func followsALinkOnlyRootOrThisUserCouldHavePlaced() throws {
+        let base = F.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: base) }
+        try FileManager.default.createDirectory(atPath: base + "/private/stallagent", withIntermediateDirectories: true)
+        chmod(base, 0o755)
+        #expect(symlink("private/stallagent", base + "/stallagent") == 0)
+        let writer = try ReportWriter(directory: base + "/stallagent/reports/nginx.service")
+        _ = writer
+        var isDirectory: ObjCBool = false
+        #expect(FileManager.default.fileExists(atPath: base + "/private/stallagent/reports/nginx.service", isDirectory: &isDirectory) && isDirectory.boolValue)
+        // The same link in a directory others can write is not trusted.
+        chmod(base, 0o777)
+        #expect(throws: StallAgentError.self) { try ReportWriter(directory: base + "/stallagent/other") }
+        chmod(base, 0o755)
     }
 
     @Test func refusesAFileAsDirectory() throws {
