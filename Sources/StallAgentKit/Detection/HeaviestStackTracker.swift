@@ -3,17 +3,28 @@
 public struct HeaviestStackTracker: Sendable {
     /// Samples are grouped by top function; the module is part of the key so that two
     /// libraries' `main`/`run`/`unknown+0x…` symbols do not merge.
+    /// With interpreter frames, the innermost script function is part of the key too: two
+    /// Python tests sleeping in the same `time.sleep` share every native frame (down to the
+    /// stack address), and must not make one group whose latest stack names the other test.
     public struct GroupKey: Hashable, Sendable {
         public var function: String
         public var module: String
+        public var script: String?
 
-        public init(function: String, module: String) {
+        public init(function: String, module: String, script: String? = nil) {
             self.function = function
             self.module = module
+            self.script = script
         }
 
         public init(_ frame: SampledFrame) {
             self.init(function: frame.function, module: frame.module)
+        }
+
+        init(stack frames: [SampledFrame]) {
+            self.init(
+                function: frames[0].function, module: frames[0].module,
+                script: frames.first(where: \.isInterpreted)?.function)
         }
     }
 
@@ -35,8 +46,8 @@ public struct HeaviestStackTracker: Sendable {
 
     /// Adds a sample's stack (innermost first); empty stacks (failed unwinds) are ignored.
     public mutating func add(_ frames: [SampledFrame], at time: Double) {
-        guard let top = frames.first else { return }
-        let key = GroupKey(top)
+        guard !frames.isEmpty else { return }
+        let key = GroupKey(stack: frames)
         sequence += 1
         totalSamples += 1
         var group = groups[key] ?? Group(count: 0, lastSequence: 0, lastFrames: [], lastTime: time)
