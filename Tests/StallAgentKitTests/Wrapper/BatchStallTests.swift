@@ -162,7 +162,7 @@ import Glibc
         // (issue 13); about one run in five on a 2-core machine splits one of them in two, so
         // up to one extra report is tolerated here, never one naming a fast test.
         let all = "\(written.map { ($0.reason, $0.functions.prefix(6)) })"
-        #expect(written.count >= 3 && written.count <= 4, all)
+        #expect(written.count >= 3 && written.count <= 4, "\(all)")
         for (test, reasons) in [("test_sleepy", ["blocked"]), ("test_cpu", ["hang", "starved"]), ("test_deadlock", ["lock", "deadlock"])] {
             let named = written.filter { $0.functions.contains(test) }
             #expect(named.count >= 1 && named.count <= 2, "\(test): \(named.count) reports: \(all)")
