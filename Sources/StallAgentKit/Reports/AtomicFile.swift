@@ -72,22 +72,8 @@ public enum AtomicFile {
             if fd >= 0 || errno != EEXIST { break }
         }
         guard fd >= 0 else { throw StallAgentError.system(operation: "create \(temp)", errno: errno) }
-        var failure: StallAgentError?
-        bytes.withUnsafeBytes { raw in
-            var offset = 0
-            while offset < raw.count {
-                let n = Glibc.write(fd, raw.baseAddress! + offset, raw.count - offset)
-                if n < 0 {
-                    if errno == EINTR { continue }
-                    failure = .system(operation: "write \(path)", errno: errno)
-                    return
-                }
-                offset += n
-            }
-        }
-        if failure == nil, fsync(fd) != 0 { failure = .system(operation: "fsync \(path)", errno: errno) }
-        // close can report a deferred write error (NFS, quotas): the file is not known good.
-        if close(fd) != 0, failure == nil { failure = .system(operation: "close \(path)", errno: errno) }
+        // writeAll's close can report a deferred write error (NFS, quotas): the file is not known good.
+        let failure = writeAll(bytes, fd: fd, name: path)
         if let failure {
             unlink(temp)
             throw failure

@@ -19,21 +19,24 @@ import Glibc
 
     static let fixture = Result { try NativeFixture.c("debuginfo.c", name: "dbgd") }
 
-    /// A port nothing listens on now (debuginfod cannot bind port 0 itself).
-    static func freePort() -> UInt16 {
+    /// A TCP socket bound to a free loopback port (not listening yet), and that port.
+    static func boundSocket() -> (fd: Int32, port: UInt16) {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(fd) }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
         var length = socklen_t(MemoryLayout<sockaddr_in>.size)
         _ = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
         }
-        _ = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
-        }
-        return UInt16(bigEndian: address.sin_port)
+        return (fd, UInt16(bigEndian: address.sin_port))
+    }
+
+    /// A port nothing listens on now (debuginfod cannot bind port 0 itself).
+    static func freePort() -> UInt16 {
+        let (fd, port) = boundSocket()
+        close(fd)
+        return port
     }
 
     static func httpStatus(_ url: String) -> Int {
@@ -129,17 +132,10 @@ import Glibc
     /// a note; the target is never left stopped.
     @Test(.enabled(if: available)) func hungServerGivesNativeFramesWithinTheDeadline() throws {
         let fixture = try Self.fixture.get()
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        // Accepts (the kernel's backlog) and never answers.
+        let (fd, port) = Self.boundSocket()
         defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
-        }
-        try #require(bound && listen(fd, 16) == 0)
-        let port = UInt16(bigEndian: address.sin_port)
+        try #require(port != 0 && listen(fd, 16) == 0)
         let cache = try Self.temporaryDirectory("debuginfod-cache")
         defer { try? FileManager.default.removeItem(at: cache) }
 
