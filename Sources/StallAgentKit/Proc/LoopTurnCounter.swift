@@ -51,6 +51,9 @@ public final class LoopTurnCounter {
             if fd < 0 {
                 let error = errno
                 fds.forEach { close($0) }
+                // A thread that exits while its counters are opened makes the kernel answer
+                // ENODEV or ESRCH, not "unavailable": the target is gone, the counters are fine.
+                if LoopTurnCounter.isGoneOrExiting(tid) { throw StallAgentError.noSuchProcess(pid: tid) }
                 switch error {
                 case EACCES, EPERM: throw Unavailable.notPermitted(String(cString: strerror(error)))
                 case ESRCH: throw StallAgentError.noSuchProcess(pid: tid)
@@ -67,6 +70,12 @@ public final class LoopTurnCounter {
     }
 
     deinit { fds.forEach { close($0) } }
+
+    private static func isGoneOrExiting(_ tid: Int32) -> Bool {
+        guard let text = try? ProcFS.readText("/proc/\(tid)/stat", pid: tid), let stat = ProcThreadStat.parse(text)
+        else { return true }
+        return stat.isExiting
+    }
 
     /// Total entries into the counted waits since the counter was opened; nil when the read
     /// fails (the caller then treats the turn evidence as unavailable for this probe).

@@ -9,6 +9,12 @@ public struct ProcThreadStat: Equatable, Sendable {
     /// Start time in clock ticks since boot; with the pid it identifies a process across pid reuse.
     public var startTicks: UInt64
     public var processor: Int32
+    /// The kernel's task flags (field 9, `PF_*`).
+    public var flags: UInt64 = 0
+
+    /// `PF_EXITING`: the task is past `exit()`, on its way to a zombie. Its /proc files still
+    /// read, but the kernel refuses new perf events and ptrace requests on it.
+    public var isExiting: Bool { flags & 0x4 != 0 || state == "Z" || state == "X" }
 
     /// Parses a stat line. The name sits in parentheses and may itself contain spaces and
     /// parentheses, so the fields are located from the *last* `)`.
@@ -27,7 +33,7 @@ public struct ProcThreadStat: Equatable, Sendable {
         let processor = field(39).flatMap { Int32($0) } ?? -1
         return ProcThreadStat(
             state: state, name: name, ppid: ppid, userTicks: utime, systemTicks: stime,
-            startTicks: start, processor: processor)
+            startTicks: start, processor: processor, flags: field(9).flatMap { UInt64($0) } ?? 0)
     }
 
     public static func parse(_ text: String) -> ProcThreadStat? { parse(text[...]) }

@@ -13,6 +13,17 @@ import Testing
         #expect(stat.systemTicks == 34)
         #expect(stat.startTicks == 98765)
         #expect(stat.processor == 1)
+        #expect(stat.flags == 4194560)
+        #expect(!stat.isExiting)
+    }
+
+    /// PF_EXITING (0x4) in field 9: the kernel then refuses new perf events on the thread
+    /// with ENODEV, which must read as "gone", not as "counters unavailable".
+    @Test func exitingThreadIsRecognisedByItsFlags() throws {
+        let exiting = "77 (sh) S 1 77 77 0 -1 4194564 150 0 0 0 1 1 0 0 20 0 1 0 500 1000 200 0 1 1 0 0 0 0 0 0 0 0 0 0 17 0 0 0 0 0 0\n"
+        #expect(try #require(ProcThreadStat.parse(exiting)).isExiting)
+        let zombie = "77 (sh) Z 1 77 77 0 -1 4194560 150 0 0 0 1 1 0 0 20 0 1 0 500 0 0 0 1 1 0 0 0 0 0 0 0 0 0 0 17 0 0 0 0 0 0\n"
+        #expect(try #require(ProcThreadStat.parse(zombie)).isExiting)
     }
 
     @Test func statRejectsGarbage() {
