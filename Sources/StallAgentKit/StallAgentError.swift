@@ -29,6 +29,15 @@ public enum StallAgentError: Error, CustomStringConvertible, Equatable {
         switch self {
         case .noSuchProcess(let pid):
             return "no process with pid \(pid)"
+        case .permissionDenied(let pid, let operation) where geteuid() == 0:
+            // Root refused: the advice to use root or setcap would send the user in a circle.
+            return """
+                not allowed to trace process \(pid) (\(operation) was refused), even as root. The process is \
+                protected from this agent: it may belong to another user namespace or container (trace it \
+                from inside that container), be guarded by a security module (AppArmor, SELinux: check the \
+                audit log), or this agent may lack CAP_SYS_PTRACE in its bounding set (a container or a \
+                systemd unit that drops it).
+                """
         case .permissionDenied(let pid, let operation):
             return """
                 not allowed to trace process \(pid) (\(operation) was refused). Tracing needs the same user as the \
