@@ -92,7 +92,10 @@ public final class ProcessInspector {
         // An exec replaces the maps wholesale; the program may be another one (or the same
         // file with another command line, which the caller re-reads too).
         let path = try? ProcFS.readLink("/proc/\(pid)/exe", pid: pid)
-        let comm = threadName(pid) ?? name
+        // From status, as at start: its Name escapes what the comm file gives raw (a newline
+        // is the two characters \n there), and comparing the two forms saw an exec in every
+        // process whose name has one (about one wrapped run in five lost its stall to it).
+        let comm = (try? ProcFS.readText("/proc/\(pid)/status", pid: pid)).flatMap { ProcStatus.parse($0)?.name } ?? name
         let mainMapping = modules.modules.first { $0.path == path }?.start
         // No path: the process is exiting (its mm is gone), not exec'ing.
         if let path, path != executablePath || comm != name || mainMapping != lastMainMapping {
