@@ -8,6 +8,7 @@
 #include "safe_file.h"
 #include "sigbus_guard.h"
 #include "stop_guard.h"
+#include "perf_waker.h"
 
 // glibc's ptrace is variadic and waitpid's status accessors are macros; Swift can call
 // neither, so every ptrace-family call the agent makes goes through these wrappers.

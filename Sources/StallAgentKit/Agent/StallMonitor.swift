@@ -247,6 +247,7 @@ public final class StallMonitor {
     @discardableResult
     public func step(at now: Double) -> Bool {
         guard !finished else { return false }
+        stillInHomeWait = false
         var turned = false
         if let counter = turnCounter, let count = counter.read() {
             if let last = lastTurnCount, count != last {
@@ -322,6 +323,7 @@ public final class StallMonitor {
         canonicalWaitSites.removeAll()
         homeWaits = HomeWaitTracker()
         lastWaitSite = nil
+        lastHomeWait = nil
         lockWaitSites.removeAll()
         learnedLoopSites.removeAll()
         loopFrameUnion.removeAll()
@@ -514,6 +516,57 @@ public final class StallMonitor {
 
     /// Home or nested, for a thread in one of the idle-set waits (nil for anything else).
     private func waitSiteVerdict(_ syscall: ProcSyscallInfo, turned: Bool) -> HomeWaitTracker.Verdict? {
+        // Still asleep in the very same home wait (same call, SP and PC; no turn since): the
+        // verdict cannot have changed, and this is every probe of an idle watch.
+        if !turned, let last = lastHomeWait, last.syscall == syscall, let site = lastWaitSite, site == last.site {
+            stillInHomeWait = true
+            return .home
+        }
+        lastHomeWait = nil
+        let verdict = waitSiteVerdictUncached(syscall, turned: turned)
+        if verdict == .home, let site = lastWaitSite,
+           loopTurnEvidence != .stackRule || learnedLoopSites.contains(site)
+        {
+            lastHomeWait = (syscall, site)
+        }
+        return verdict
+    }
+
+    private var lastHomeWait: (syscall: ProcSyscallInfo, site: HomeWaitTracker.Site)?
+    /// This step found the thread in the same home wait as the last, with no turn between.
+    private var stillInHomeWait = false
+    private var waker: LoopWaker?
+    private var wakerRefused = false
+
+    /// Arms a wake-up for the moment the thread leaves its wait and returns the descriptor to
+    /// poll, when the last step found it settled there (same home wait twice, no turn counted,
+    /// no episode open) and the kernel offers the event; nil means keep probing. The thread may
+    /// have left between that step and the arming: the syscall file and the turn count are
+    /// read once more, armed, so a wait that ended in between is never slept through.
+    public func armWakeUp() -> Int32? {
+        guard stillInHomeWait, !finished, let counter = turnCounter, let home = lastHomeWait,
+              !detector.isInEpisode, !wakerRefused
+        else { return nil }
+        if waker == nil {
+            do {
+                waker = try LoopWaker(tid: inspector.pid)
+            } catch {
+                wakerRefused = true
+                return nil
+            }
+        }
+        guard let waker, waker.arm() else { return nil }
+        guard probe.syscall() == home.syscall, let count = counter.read(), count == lastTurnCount else {
+            waker.disarm()
+            return nil
+        }
+        return waker.fd
+    }
+
+    /// Disarms what `armWakeUp` armed; the next step probes as usual.
+    public func disarmWakeUp() { waker?.disarm() }
+
+    private func waitSiteVerdictUncached(_ syscall: ProcSyscallInfo, turned: Bool) -> HomeWaitTracker.Verdict? {
         guard let number = syscall.syscallNumber, classifier.idleSyscalls.contains(number),
               let sp = syscall.stackPointer, let pc = syscall.programCounter
         else {

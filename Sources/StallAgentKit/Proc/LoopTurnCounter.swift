@@ -110,7 +110,7 @@ public final class LoopTurnCounter {
 
     /// The tracefs mount; as root, mounts it at /sys/kernel/tracing when nothing is mounted
     /// (what `perf trace` and bpftrace do). The mount is the kernel's own and harmless to keep.
-    private static func tracefsRoot() throws -> String {
+    static func tracefsRoot() throws -> String {
         let candidates = ["/sys/kernel/tracing", "/sys/kernel/debug/tracing"]
         // stat, not access(2): access checks the real uid without capabilities, and an agent
         // with CAP_DAC_READ_SEARCH may read tracefs (mode 0700) without being root.

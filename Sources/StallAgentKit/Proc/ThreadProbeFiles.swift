@@ -51,6 +51,24 @@ public final class ThreadProbeFiles {
     }
 
     public func stat() -> ProcThreadStat? { readFile(statFD).flatMap(ProcThreadStat.parse) }
-    public func syscall() -> ProcSyscallInfo? { readFile(syscallFD).flatMap(ProcSyscallInfo.parse) }
+    /// The syscall file of a thread asleep in its loop reads the same bytes probe after probe
+    /// (same call, arguments, SP and PC): those bytes are compared, not parsed again. Parsing
+    /// was the largest part of an idle watch's own CPU time.
+    public func syscall() -> ProcSyscallInfo? {
+        let n = buffer.withUnsafeMutableBytes { pread(syscallFD, $0.baseAddress, $0.count, 0) }
+        if n <= 0 { return nil }
+        if n == lastSyscallBytes.count, let last = lastSyscall,
+           buffer.withUnsafeBytes({ new in lastSyscallBytes.withUnsafeBytes { memcmp(new.baseAddress!, $0.baseAddress!, n) == 0 } })
+        {
+            return last
+        }
+        let parsed = ProcSyscallInfo.parse(String(decoding: buffer[0..<n], as: UTF8.self)[...])
+        lastSyscallBytes = Array(buffer[0..<n])
+        lastSyscall = parsed
+        return parsed
+    }
+
+    private var lastSyscallBytes: [UInt8] = []
+    private var lastSyscall: ProcSyscallInfo?
     public func schedstat() -> ProcSchedstat? { readFile(schedstatFD).flatMap(ProcSchedstat.parse) }
 }

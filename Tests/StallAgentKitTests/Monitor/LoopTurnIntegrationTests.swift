@@ -178,6 +178,57 @@ import Glibc
         #expect(opened + gone == 200)
     }
 
+    /// With the kernel's events available, an agent watching an idle loop sleeps until the
+    /// thread leaves its wait (issue 14): a handful of wake-ups a second for housekeeping, not
+    /// one per 10 ms probe; the target still sees no EINTR; and a stall that starts after a
+    /// long idle stretch is still caught and timed from the moment the wait returned.
+    @Test(.enabled(if: (try? LoopWaker.exitTracepointID()) != nil))
+    func anIdleWatchSleepsUntilTheThreadWakes() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("stallagent-test-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let fixture = try FixtureProcess(["idle"])
+        let agent = Process()
+        agent.executableURL = FixtureProcess.stallagentURL
+        agent.arguments = ["--pid", "\(fixture.pid)", "--report-dir", dir, "--duration", "4s"]
+        agent.standardOutput = FileHandle.nullDevice
+        agent.standardError = FileHandle.nullDevice
+        try agent.run()
+        func switches() -> Int {
+            let status = (try? String(contentsOfFile: "/proc/\(agent.processIdentifier)/status", encoding: .utf8)) ?? ""
+            let line = status.split(separator: "\n").first { $0.hasPrefix("voluntary_ctxt_switches:") }
+            return line.flatMap { Int($0.split(separator: "\t").last ?? "") } ?? -1
+        }
+        usleep(1_000_000)
+        let before = switches()
+        usleep(2_000_000)
+        let after = switches()
+        agent.waitUntilExit()
+        // Probing every 10 ms would be ~200 wake-ups in these 2 s.
+        #expect(before >= 0 && after - before < 40, "\(after - before) wake-ups in 2 s")
+        fixture.signal(SIGUSR1)
+        let line = try fixture.waitForLine(prefix: "eintr=")
+        #expect(line.hasPrefix("eintr=0 "), "target saw EINTR: \(line)")
+
+        // A loop with nothing to do for 2.5 s (no timer: the agent sleeps the whole time),
+        // then a 1.3 s blocking call, then idle again until it exits.
+        let script = "import select, time, sys; print('ready', flush=True); select.select([], [], [], 2.5); time.sleep(1.3); select.select([], [], [], 1.5)"
+        let python = Process()
+        python.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        python.arguments = ["python3", "-c", script]
+        let pipe = Pipe()
+        python.standardOutput = pipe
+        try python.run()
+        _ = pipe.fileHandleForReading.availableData  // "ready": in select from here on
+        let result = try runCommand(
+            FixtureProcess.stallagentURL, ["--pid", "\(python.processIdentifier)", "--report-dir", dir + "/py"], timeout: 30)
+        python.waitUntilExit()
+        #expect(result.status == 0, "\(result.stderr)")
+        let stall = result.stderr.split(separator: "\n").first { $0.hasPrefix("stall #1 0xbaadca11 blocked") }
+        let words = stall.map { $0.split(separator: " ") } ?? []
+        let seconds = words.firstIndex(of: "blocked").flatMap { Double(words[$0 + 1]) }
+        #expect(seconds.map { abs($0 - 1.3) < 0.1 } == true, "\(result.stderr)")
+    }
+
     /// `--busy-frame` turns a parking wait back into work for programs where it is one.
     @Test func busyFrameMarksAParkingWaitAsWork() throws {
         let fixture = try FixtureProcess(["park"])

@@ -172,6 +172,10 @@ public final class HostAgent {
             housekeeping(at: now)
             // The loop got round every target: that is the progress the watchdog vouches for.
             notifier.progress(at: now)
+            if sleepUntilAWatchedThreadWakes(start: start, duration: duration, now: now) {
+                nextProbe = MonotonicTime.seconds()
+                continue
+            }
             nextProbe += probeInterval * Double.random(in: 0.8...1.2, using: &random)
             nextProbe = StallMonitor.sleep(until: nextProbe, interval: probeInterval)
         }
@@ -188,6 +192,29 @@ public final class HostAgent {
         listener?.stop()
         if let fatal { throw fatal }
         return slots.flatMap(\.summaries)
+    }
+
+    /// While every watched thread sleeps in its loop's wait, the agent sleeps too, until one of
+    /// them leaves it (or a second passes, for housekeeping and the watchdog ping): an idle
+    /// watch then costs no periodic wake-ups. Only when every monitor could arm its wake-up,
+    /// and never for a unit or a process family, whose new members are found by probing.
+    private func sleepUntilAWatchedThreadWakes(start: Double, duration: Double?, now: Double) -> Bool {
+        guard slots.allSatisfy({ !$0.spec.watchesAllProcesses && !$0.monitors.isEmpty && !$0.done }) else { return false }
+        let monitors = slots.flatMap(\.monitors)
+        var armed: [StallMonitor] = []
+        var fds: [pollfd] = []
+        defer { armed.forEach { $0.disarmWakeUp() } }
+        for monitor in monitors {
+            guard let fd = monitor.armWakeUp() else { return false }
+            armed.append(monitor)
+            fds.append(pollfd(fd: fd, events: Int16(POLLIN), revents: 0))
+        }
+        var timeout = 1.0
+        if let duration { timeout = min(timeout, start + duration - now) }
+        if let due = notifier.nextPingDue { timeout = min(timeout, due - now) }
+        timeout = max(0, timeout)
+        _ = poll(&fds, nfds_t(fds.count), Int32(timeout * 1000))
+        return true
     }
 
     // MARK: Targets

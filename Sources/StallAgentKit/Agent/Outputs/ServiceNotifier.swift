@@ -69,6 +69,10 @@ public final class ServiceNotifier {
     }
 
     /// Called by the monitor loop when it made progress; pings at most every half period.
+    /// When the next WATCHDOG=1 is due; nil without a watchdog. An agent that sleeps until a
+    /// watched thread wakes must wake by then.
+    public var nextPingDue: Double? { watchdogInterval.map { lastPing + $0 } }
+
     public func progress(at now: Double) {
         guard let interval = watchdogInterval, now - lastPing >= interval else { return }
         lastPing = now
