@@ -25,6 +25,9 @@ public struct MonitorOptions: Sendable {
     public var killAfter: Double?
     public var killGrace = 2.0
     public var maxStackBytes = 512 * 1024
+    /// Sample a running main thread with a perf_event (no ptrace stop) where the kernel allows;
+    /// off, or refused, every running-thread sample is a ptrace stop. Benchmarks compare both.
+    public var perfSampling = true
     /// Extra directories for separate debug files (`--debug-dir`).
     public var debugDirectories: [String] = []
     public var writeFolded = true

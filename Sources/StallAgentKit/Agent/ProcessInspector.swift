@@ -153,6 +153,60 @@ public final class ProcessInspector {
         return nil
     }
 
+    // MARK: perf_event sampling of a running thread
+
+    /// Whether running threads are sampled by perf_event where the kernel allows it.
+    public var perfSampling = false
+    /// Twice per sample interval, so the newest sample is never older than half an interval.
+    public var perfSamplePeriod = 0.025
+    private var perfSamplers: [Int32: PerfStackSampler] = [:]
+    private var perfRefused = false
+    /// Running-thread samples taken by perf_event, and those that fell back to a ptrace stop
+    /// (no sample yet, a stack deeper than the kernel copies).
+    public private(set) var perfSamples = 0
+    public private(set) var perfFallbacks = 0
+
+    /// Turns the thread's perf sampler on while it is busy and off while it is not. The first
+    /// time, opens it; a refusal (permissions, the perf mlock limit) is final for this process.
+    public func setPerfSampling(tid: Int32, busy: Bool) {
+        guard perfSampling, !perfRefused else { return }
+        if let sampler = perfSamplers[tid] {
+            sampler.setEnabled(busy)
+            return
+        }
+        guard busy else { return }
+        // Python frames are read in the capture window, which a kernel sample does not have.
+        if readsPythonFrames, python != nil { return }
+        do {
+            let sampler = try PerfStackSampler(
+                tid: tid, period: perfSamplePeriod, stackBytes: capturer.options.maxStackBytes)
+            sampler.setEnabled(true)
+            perfSamplers[tid] = sampler
+        } catch {
+            perfRefused = true
+        }
+    }
+
+    /// The newest kernel sample of a running thread, unwound, when there is a recent one whose
+    /// stack copy reached the end of the unwind; nil sends the caller to the ptrace capture.
+    private func perfSample(tid: Int32, probe: ThreadProbeFiles?) -> (ThreadSnapshot, UnwoundStack)? {
+        guard let sampler = perfSamplers[tid], sampler.isEnabled, probe?.syscall() == .running else { return nil }
+        guard let snapshot = sampler.latest(pid: pid),
+              MonotonicTime.nanos() &- snapshot.timeNanos < UInt64(max(4 * perfSamplePeriod, 0.1) * 1e9)
+        else {
+            perfFallbacks += 1
+            return nil
+        }
+        let stack = unwind(snapshot)
+        // The kernel copies at most 64 KiB of stack: a deeper one is taken with a stop.
+        guard stack.end != .outsideCopiedStack else {
+            perfFallbacks += 1
+            return nil
+        }
+        perfSamples += 1
+        return (snapshot, stack)
+    }
+
     /// Captures one thread. Idle threads are never stopped; a blocked thread is copied
     /// without a stop and, only if that copy lacks a register the unwind needs and its call
     /// restarts transparently after a ptrace stop (`TransparentRestart`), stopped briefly.
@@ -160,6 +214,7 @@ public final class ProcessInspector {
         -> (snapshot: ThreadSnapshot, stack: UnwoundStack)
     {
         let allowStop = activity != .idle
+        if allowStop, let sampled = perfSample(tid: tid, probe: probe) { return sampled }
         var lastError: Error = StallAgentError.threadMoved(tid: tid)
         let interpreter = interpreterChainReader(tid: tid)
         for _ in 0..<3 {

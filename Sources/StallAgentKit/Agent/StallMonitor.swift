@@ -133,6 +133,8 @@ public final class StallMonitor {
         writer = try ReportWriter(directory: options.reportDirectory)
         classifier = ThreadStateClassifier(extraIdleSyscalls: options.extraIdleSyscalls)
         inspector.classifier = classifier
+        inspector.perfSampling = options.perfSampling
+        inspector.perfSamplePeriod = options.sampleInterval / 2
         probe = try ThreadProbeFiles(pid: inspector.pid, tid: inspector.pid)
         loopProbe = LoopProbeReader(pid: inspector.pid, modules: inspector.modules)
         (loopTurnEvidence, turnCounter, loopTurnsNote) = try StallMonitor.chooseLoopTurnEvidence(
@@ -266,6 +268,9 @@ public final class StallMonitor {
         handle(detector.observe(observation, loopTurned: turned && !wasNested && !inNestedWait))
         if observation.activity == .idle, lastObservation?.activity != .idle { idleEntries &+= 1 }
         if !observation.activity.isBusy { ioHint = false }
+        // On for a whole busy episode (a thread that blocks now and then would otherwise turn
+        // it off and on every probe); batch processes are sampled by ptrace, as few as they are.
+        inspector.setPerfSampling(tid: inspector.pid, busy: detector.isInEpisode && detector.phase != .batch)
         lastFedTime = observation.time
         if let last = lastObservation, observation.time > last.time {
             stateSeconds[last.activity, default: 0] += observation.time - last.time

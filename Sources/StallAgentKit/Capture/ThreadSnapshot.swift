@@ -6,6 +6,8 @@ public struct ThreadSnapshot: Sendable {
         case withoutStop
         /// PTRACE_INTERRUPT, registers and stack copied, thread resumed.
         case ptraceStop
+        /// Copied by the kernel at a perf_event sample interrupt while the thread ran.
+        case perfSample
     }
 
     public var pid: Int32

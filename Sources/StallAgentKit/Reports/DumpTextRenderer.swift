@@ -18,6 +18,7 @@ public enum DumpTextRenderer {
             if let method = thread.captureMethod {
                 switch method {
                 case .withoutStop: out.append("  captured without stopping the thread")
+                case .perfSample: out.append("  sampled by the kernel (perf_event), without stopping the thread")
                 case .ptraceStop:
                     let pause = thread.pauseMicroseconds.map { String(format: "%.0f", $0) } ?? "?"
                     out.append("  captured with a ptrace stop; thread paused \(pause) µs")

@@ -87,7 +87,10 @@ extension HostAgentIntegrationTests {
         try "\(master.pid)\n\(first.pid)\n".write(toFile: unitDir + "/cgroup.procs", atomically: true, encoding: .utf8)
         #expect(waitForText(stderrPath, "[\(master.pid)]'s main thread (unit web.service)"))
         #expect(waitForText(stderrPath, "[\(first.pid)]'s main thread (unit web.service)"))
-        let second = try FixtureProcess(["loop", "--script", "idle:0.5,spin:1.3", "--gap", "0.3"])
+        // Idle long enough to be seen idle first even when the agent is busy writing the first
+        // stall's report on a loaded machine (a worker first seen busy is judged by the launch
+        // threshold, and this 1.3 s spin would then be no stall).
+        let second = try FixtureProcess(["loop", "--script", "idle:2.5,spin:1.3", "--gap", "0.3"])
         try "\(master.pid)\n\(first.pid)\n\(second.pid)\n".write(toFile: unitDir + "/cgroup.procs", atomically: true, encoding: .utf8)
         #expect(waitForText(stderrPath, "[\(second.pid)]'s main thread (unit web.service)"))
         #expect(waitForText(stderrPath, "in stall-fixtures[\(first.pid)] detected", timeout: 30))

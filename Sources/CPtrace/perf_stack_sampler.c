@@ -1,0 +1,130 @@
+#include "perf_stack_sampler.h"
+#include <errno.h>
+#include <linux/perf_event.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+// perf_regs.h (x86): AX BX CX DX SI DI BP SP IP FLAGS CS SS DS ES FS GS R8 … R15.
+enum { P_AX = 0, P_BX, P_CX, P_DX, P_SI, P_DI, P_BP, P_SP, P_IP, P_R8 = 16 };
+static const uint64_t register_mask = 0x1ffull | (0xffull << P_R8);
+
+int sa_perf_stack_sampler_open(pid_t tid, uint64_t period_ns, uint32_t stack_bytes, void **ring, size_t *ring_bytes) {
+  struct perf_event_attr attr;
+  memset(&attr, 0, sizeof attr);
+  attr.size = sizeof attr;
+  attr.type = PERF_TYPE_SOFTWARE;
+  attr.config = PERF_COUNT_SW_TASK_CLOCK;
+  attr.sample_period = period_ns;
+  attr.sample_type = PERF_SAMPLE_TIME | PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER;
+  attr.sample_regs_user = register_mask;
+  attr.sample_stack_user = stack_bytes & ~7u;
+  attr.use_clockid = 1;
+  attr.clockid = CLOCK_MONOTONIC;
+  attr.exclude_kernel = 1;
+  attr.exclude_hv = 1;
+  attr.disabled = 1;
+  // Never woken: the agent reads the ring at its own cadence.
+  attr.watermark = 1;
+  attr.wakeup_watermark = 1u << 30;
+  int fd = (int)syscall(SYS_perf_event_open, &attr, tid, -1, -1, PERF_FLAG_FD_CLOEXEC);
+  if (fd < 0) return -1;
+  // Room for a few samples of the largest size, a power of two of pages plus the header page.
+  size_t page = (size_t)sysconf(_SC_PAGESIZE);
+  size_t data = page;
+  while (data < 4 * ((size_t)stack_bytes + 512)) data *= 2;
+  size_t bytes = page + data;
+  void *map = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (map == MAP_FAILED) {
+    int error = errno;
+    close(fd);
+    errno = error;
+    return -1;
+  }
+  *ring = map;
+  *ring_bytes = bytes;
+  return fd;
+}
+
+int sa_perf_stack_sampler_enable(int fd) { return ioctl(fd, PERF_EVENT_IOC_ENABLE, 0); }
+int sa_perf_stack_sampler_disable(int fd) { return ioctl(fd, PERF_EVENT_IOC_DISABLE, 0); }
+
+void sa_perf_stack_sampler_close(int fd, void *ring, size_t ring_bytes) {
+  if (ring) munmap(ring, ring_bytes);
+  if (fd >= 0) close(fd);
+}
+
+// Copies `n` bytes at ring offset `at` (which may wrap) into `out`.
+static void ring_copy(const uint8_t *data, uint64_t size, uint64_t at, void *out, size_t n) {
+  uint64_t start = at % size;
+  size_t first = n < size - start ? n : (size_t)(size - start);
+  memcpy(out, data + start, first);
+  if (n > first) memcpy((uint8_t *)out + first, data, n - first);
+}
+
+int sa_perf_stack_sampler_latest(void *ring, size_t ring_bytes, uint64_t regs[SA_PERF_SAMPLE_REGISTERS],
+                                 uint64_t *time_ns, uint8_t *stack, size_t stack_cap, size_t *stack_len,
+                                 uint64_t *lost) {
+  struct perf_event_mmap_page *meta = ring;
+  size_t page = (size_t)sysconf(_SC_PAGESIZE);
+  const uint8_t *data = (const uint8_t *)ring + page;
+  uint64_t size = ring_bytes - page;
+  uint64_t head = __atomic_load_n(&meta->data_head, __ATOMIC_ACQUIRE);
+  uint64_t tail = meta->data_tail;
+  uint64_t newest = UINT64_MAX;
+  int result = 0;
+  while (tail + sizeof(struct perf_event_header) <= head) {
+    struct perf_event_header header;
+    ring_copy(data, size, tail, &header, sizeof header);
+    if (header.size < sizeof header || tail + header.size > head) {
+      result = -1;
+      break;
+    }
+    if (header.type == PERF_RECORD_SAMPLE) newest = tail;
+    if (header.type == PERF_RECORD_LOST && lost) {
+      uint64_t fields[2];
+      ring_copy(data, size, tail + sizeof header, fields, sizeof fields);
+      *lost += fields[1];
+    }
+    tail += header.size;
+  }
+  if (newest != UINT64_MAX && result == 0) {
+    uint64_t at = newest + sizeof(struct perf_event_header);
+    uint64_t abi = 0, value = 0;
+    ring_copy(data, size, at, time_ns, 8);
+    at += 8;
+    ring_copy(data, size, at, &abi, 8);
+    at += 8;
+    if (abi == PERF_SAMPLE_REGS_ABI_64) {
+      uint64_t perf[24] = {0};
+      for (int bit = 0; bit < 24; bit++) {
+        if (!(register_mask & (1ull << bit))) continue;
+        ring_copy(data, size, at, &perf[bit], 8);
+        at += 8;
+      }
+      // DWARF order.
+      const int from[SA_PERF_SAMPLE_REGISTERS] = {P_AX, P_DX, P_CX, P_BX, P_SI, P_DI, P_BP, P_SP,
+                                                  P_R8, P_R8 + 1, P_R8 + 2, P_R8 + 3, P_R8 + 4, P_R8 + 5,
+                                                  P_R8 + 6, P_R8 + 7, P_IP};
+      for (int i = 0; i < SA_PERF_SAMPLE_REGISTERS; i++) regs[i] = perf[from[i]];
+      uint64_t copied = 0;
+      ring_copy(data, size, at, &copied, 8);
+      at += 8;
+      uint64_t dynamic = 0;
+      if (copied > 0) ring_copy(data, size, at + copied, &dynamic, 8);
+      value = dynamic < copied ? dynamic : copied;
+      if (value > stack_cap) value = stack_cap;
+      ring_copy(data, size, at, stack, (size_t)value);
+      *stack_len = (size_t)value;
+      result = 1;
+    } else {
+      // ABI none: the sample hit the thread in the kernel (or a 32-bit task); nothing to use.
+      result = 0;
+    }
+  }
+  __atomic_store_n(&meta->data_tail, head, __ATOMIC_RELEASE);
+  return result;
+}

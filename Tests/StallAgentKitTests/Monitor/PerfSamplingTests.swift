@@ -1,0 +1,65 @@
+import Foundation
+import Synchronization
+import Testing
+
+@testable import StallAgentKit
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A running main thread sampled by perf_event (issue 14): the same stacks as a ptrace stop
+/// gives, and the target never stopped — never seen in the `t` state while it is watched.
+@Suite(.serialized) struct PerfSamplingTests {
+    static let available: Bool = (try? PerfStackSampler(tid: getpid(), period: 0.025, stackBytes: 16384)) != nil
+
+    @Test(.enabled(if: available)) func aHangIsSampledWithoutStoppingTheThread() throws {
+        let fixture = try FixtureProcess(["loop", "--script", "spin:1.6", "--gap", "0.6", "--exit-when-done"])
+        // Watch the target's state from outside as fast as the test can: a ptrace stop shows as 't'.
+        let stopped = Mutex(0)
+        let pid = fixture.pid
+        let watcher = Thread {
+            let deadline = Date().addingTimeInterval(30)
+            while Date() < deadline, let text = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+                  let stat = ProcThreadStat.parse(text), stat.state != "Z"
+            {
+                if stat.state == "t" { stopped.withLock { $0 += 1 } }
+                usleep(1000)
+            }
+        }
+        watcher.start()
+        var options = MonitorOptions()
+        options.reportDirectory = FileManager.default.temporaryDirectory.appendingPathComponent("perf-\(UUID().uuidString)").path
+        options.quiet = true
+        options.duration = 30
+        defer { try? FileManager.default.removeItem(atPath: options.reportDirectory) }
+        let monitor = try StallMonitor(pid: fixture.pid, options: options, log: { _ in })
+        let summary = monitor.run()
+        let stall = try #require(summary.stalls.first, "no stall reported")
+        #expect(summary.stallCount == 1)
+        #expect(stall.reason == .hang)
+        #expect(stall.heaviestFunctions.contains("busy_compute"), "\(stall.heaviestFunctions)")
+        #expect(stall.heaviestFunctions.contains("main"), "\(stall.heaviestFunctions)")
+        #expect(monitor.inspector.perfSamples >= 10, "\(monitor.inspector.perfSamples) perf samples")
+        // The first sample of an episode may come before the kernel's first one.
+        #expect(summary.capturesWithStop <= 2, "\(summary.capturesWithStop) ptrace stops")
+        #expect(stopped.withLock { $0 } <= 2, "target seen stopped")
+    }
+
+    /// The ptrace path stays the fallback: with perf sampling off, every running sample stops.
+    @Test func withPerfSamplingOffRunningSamplesStop() throws {
+        let fixture = try FixtureProcess(["loop", "--script", "spin:1.3", "--gap", "0.6", "--exit-when-done"])
+        var options = MonitorOptions()
+        options.reportDirectory = FileManager.default.temporaryDirectory.appendingPathComponent("perf-\(UUID().uuidString)").path
+        options.quiet = true
+        options.duration = 30
+        options.perfSampling = false
+        defer { try? FileManager.default.removeItem(atPath: options.reportDirectory) }
+        let monitor = try StallMonitor(pid: fixture.pid, options: options, log: { _ in })
+        let summary = monitor.run()
+        #expect(summary.stallCount == 1)
+        #expect(summary.stalls.first?.heaviestFunctions.contains("busy_compute") == true)
+        #expect(monitor.inspector.perfSamples == 0)
+        #expect(summary.capturesWithStop >= 10, "\(summary.capturesWithStop) ptrace stops")
+    }
+}
