@@ -46,12 +46,16 @@ struct WatchOptions: ParsableArguments {
     @Option(name: .customLong("debug-dir"), help: ArgumentHelp("Also look for separate debug files here (DIR/.build-id/xx/rest.debug, debuglink names), before the target's /usr/lib/debug (repeatable).", valueName: "dir"))
     var debugDirectories: [String] = []
 
+    @Flag(help: "Sample a running main thread with ptrace stops only. By default the kernel samples it through perf_event where permitted (root, CAP_PERFMON, or perf_event_paranoid <= 1 for one's own processes): no stop, no 't' state.")
+    var noPerfSampling = false
+
     @Flag(help: "Keep the target's command line as it is in reports. By default values that look like secrets (--password=…, --token X, -pX, KEY=VALUE with a secret-like key, URL passwords) are replaced by <redacted>.")
     var keepArgv = false
 
     func monitorOptions(defaultLaunchThreshold: Double = 10) throws -> MonitorOptions {
         var options = MonitorOptions()
         options.redactArgv = !keepArgv
+        options.perfSampling = !noPerfSampling
         options.threshold = try durationOption(threshold, "threshold", minimum: 0.01)
         if let launchThreshold, launchThreshold.lowercased() != "off" {
             options.launchThreshold = try durationOption(launchThreshold, "launch-threshold", minimum: 0.01)
