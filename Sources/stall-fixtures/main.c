@@ -57,6 +57,8 @@ static const struct mode modes[] = {
       "spin SECONDS in slow_startup_init, then behave like `idle`; logs kind `launch`" },
     { "park", run_park, 0, 0, 0, "",
       "no event loop: sigsuspend until SIGTERM/SIGINT in park_for_signals (like nginx's master)" },
+    { "probe-loop", run_probe_loop, 2, 2, 0, "PID SECONDS",
+      "the bare floor of an idle watch: pread /proc/PID/task/PID/syscall every 10 ms for SECONDS, print cpu_seconds=" },
     { "batch", run_batch, 0, 0, 0, "",
       "a test runner: 24 fast tests around sleepy_test (3 s sleep), spinning_test (3 s CPU) and deadlock_test (4 s lock-order deadlock); prints `test NAME` per test, `done`, exits 1" },
     { "loop", run_loop, 0, 0, OPT_SCRIPT | OPT_LOG | OPT_GAP | OPT_EXIT_WHEN_DONE,
