@@ -57,6 +57,11 @@ void sa_perf_stack_sampler_close(int fd, void *ring, size_t ring_bytes) {
   if (fd >= 0) close(fd);
 }
 
+int sa_perf_stack_sampler_pending(const void *ring) {
+  const struct perf_event_mmap_page *meta = ring;
+  return __atomic_load_n(&meta->data_head, __ATOMIC_ACQUIRE) != meta->data_tail;
+}
+
 // Copies `n` bytes at ring offset `at` (which may wrap) into `out`.
 static void ring_copy(const uint8_t *data, uint64_t size, uint64_t at, void *out, size_t n) {
   uint64_t start = at % size;

@@ -18,6 +18,9 @@ int sa_perf_stack_sampler_enable(int fd);
 int sa_perf_stack_sampler_disable(int fd);
 void sa_perf_stack_sampler_close(int fd, void *ring, size_t ring_bytes);
 
+/// Whether records arrived since the last `sa_perf_stack_sampler_latest` (without consuming them).
+int sa_perf_stack_sampler_pending(const void *ring);
+
 /// Consumes every record in the ring and copies the newest sample: registers into `regs`,
 /// its time (CLOCK_MONOTONIC ns) into `*time_ns`, up to `stack_cap` stack bytes into `stack`
 /// with their count in `*stack_len`. Returns 1 with a sample, 0 when none arrived since the

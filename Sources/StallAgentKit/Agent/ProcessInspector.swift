@@ -187,12 +187,29 @@ public final class ProcessInspector {
         }
     }
 
+    /// True while a running thread's kernel sample is on its way: the sampler is on, nothing
+    /// arrived since the last one, and the thread has not yet had two periods of CPU time
+    /// since it was enabled or last gave one (its first period, or a starved thread's small
+    /// share of a busy CPU). The caller then tries again at its next probe instead of stopping
+    /// the thread. A thread that ran that long without a sample falls back to a ptrace stop.
+    public func awaitsPerfSample(tid: Int32, probe: ThreadProbeFiles?) -> Bool {
+        guard let sampler = perfSamplers[tid], sampler.isEnabled, !sampler.hasPending,
+              probe?.syscall() == .running
+        else { return false }
+        guard let cpu = probe?.schedstat()?.cpuNanos else {
+            return MonotonicTime.seconds() - sampler.lastProgress < 4 * perfSamplePeriod
+        }
+        let since = sampler.cpuAtProgress ?? cpu
+        sampler.cpuAtProgress = since
+        return cpu &- since < UInt64(2 * perfSamplePeriod * 1e9)
+    }
+
     /// The newest kernel sample of a running thread, unwound, when there is a recent one whose
     /// stack copy reached the end of the unwind; nil sends the caller to the ptrace capture.
     private func perfSample(tid: Int32, probe: ThreadProbeFiles?) -> (ThreadSnapshot, UnwoundStack)? {
         guard let sampler = perfSamplers[tid], sampler.isEnabled, probe?.syscall() == .running else { return nil }
         guard let snapshot = sampler.latest(pid: pid),
-              MonotonicTime.nanos() &- snapshot.timeNanos < UInt64(max(4 * perfSamplePeriod, 0.1) * 1e9)
+              MonotonicTime.nanos() &- snapshot.timeNanos < 1_000_000_000
         else {
             perfFallbacks += 1
             return nil

@@ -48,6 +48,8 @@ public final class PerfStackSampler {
         if on {
             _ = latest(pid: 0)  // forget samples from an earlier episode
             enabled = sa_perf_stack_sampler_enable(fd) == 0
+            lastProgress = MonotonicTime.seconds()
+            cpuAtProgress = nil
         } else {
             _ = sa_perf_stack_sampler_disable(fd)
             enabled = false
@@ -55,6 +57,14 @@ public final class PerfStackSampler {
     }
 
     public var isEnabled: Bool { enabled }
+
+    /// Monotonic seconds when it was last enabled, or last gave a sample.
+    public private(set) var lastProgress = 0.0
+    /// The thread's on-CPU nanoseconds when the caller first looked after that (its own clock).
+    public var cpuAtProgress: UInt64?
+
+    /// Records arrived that `latest` has not consumed yet.
+    public var hasPending: Bool { ring.map { sa_perf_stack_sampler_pending($0) != 0 } ?? false }
 
     /// The newest sample since the last call, as a snapshot the unwinder takes like any other;
     /// nil when the thread has not been on a CPU for a whole period since.
@@ -69,6 +79,8 @@ public final class PerfStackSampler {
             }
         }
         guard got == 1, length > 0 else { return nil }
+        lastProgress = MonotonicTime.seconds()
+        cpuAtProgress = nil
         var file = RegisterFile()
         for index in 0..<RegisterFile.count { file[index] = registers[index] }
         return ThreadSnapshot(
