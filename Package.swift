@@ -32,9 +32,17 @@ let package = Package(
         .systemLibrary(
             name: "CLzma", pkgConfig: "liblzma",
             providers: [.apt(["liblzma-dev"])]),
+        // Probe classification, episodes, heaviest stack, annealing: pure Swift, no system or
+        // C module, driven by a clock it is given. The compiler keeps it free of ptrace and files.
+        .target(
+            name: "StallDetection",
+            dependencies: [
+                .product(name: "DequeModule", package: "swift-collections"),
+            ]),
         .target(
             name: "StallAgentKit",
             dependencies: [
+                "StallDetection",
                 "CPtrace", "CLibunwind", "CLibelf", "CLibdw", "CLzma", "CDemangle", "CDebuginfod",
                 .product(name: "DequeModule", package: "swift-collections"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
@@ -53,7 +61,7 @@ let package = Package(
             linkerSettings: [.linkedLibrary("pthread")]),
         .testTarget(
             name: "StallAgentKitTests",
-            dependencies: ["StallAgentKit", "CPtrace", "stall-fixtures"],
+            dependencies: ["StallAgentKit", "StallDetection", "CPtrace", "stall-fixtures"],
             // Sources of programs the tests compile themselves (C, C++, Swift, Rust).
             exclude: ["Symbols/Fixtures"]),
     ],
