@@ -54,6 +54,13 @@ let package = Package(
                 "StallAgentKit",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]),
+        // The performance figures behind the goals (scripts/bench); not part of the product.
+        .executableTarget(
+            name: "stallagent-bench",
+            dependencies: [
+                "StallAgentKit",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]),
         // Small C programs whose main thread stalls in known ways; tests and the demo use them.
         .executableTarget(
             name: "stall-fixtures",
