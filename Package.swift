@@ -15,8 +15,12 @@ let package = Package(
     ],
     targets: [
         // ptrace is variadic in glibc and waitpid's status macros are function-like:
-        // both need compiled C.
+        // both need compiled C. Only ptrace, waitpid, process_vm_readv and the guard that keeps
+        // a capture window short: its importers are the code that stops threads.
         .target(name: "CPtrace"),
+        // The other POSIX/Linux calls Swift cannot make directly: spawning and reaping,
+        // AF_UNIX datagrams, sealed memfds, perf counters, fstatfs, the SIGBUS guard.
+        .target(name: "CPosix"),
         .target(name: "CDemangle", linkerSettings: [.linkedLibrary("stdc++")]),
         // libdebuginfod, loaded at run time (optional, like libdw does).
         .target(name: "CDebuginfod"),
@@ -43,7 +47,7 @@ let package = Package(
             name: "StallAgentKit",
             dependencies: [
                 "StallDetection",
-                "CPtrace", "CLibunwind", "CLibelf", "CLibdw", "CLzma", "CDemangle", "CDebuginfod",
+                "CPtrace", "CPosix", "CLibunwind", "CLibelf", "CLibdw", "CLzma", "CDemangle", "CDebuginfod",
                 .product(name: "DequeModule", package: "swift-collections"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "Yams", package: "Yams"),
@@ -68,7 +72,7 @@ let package = Package(
             linkerSettings: [.linkedLibrary("pthread")]),
         .testTarget(
             name: "StallAgentKitTests",
-            dependencies: ["StallAgentKit", "StallDetection", "CPtrace", "stall-fixtures"],
+            dependencies: ["StallAgentKit", "StallDetection", "CPosix", "stall-fixtures"],
             // Sources of programs the tests compile themselves (C, C++, Swift, Rust).
             exclude: ["Symbols/Fixtures"]),
     ],
