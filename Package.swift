@@ -15,8 +15,12 @@ let package = Package(
     ],
     targets: [
         // ptrace is variadic in glibc and waitpid's status macros are function-like:
-        // both need compiled C.
+        // both need compiled C. Only ptrace, waitpid, process_vm_readv and the guard that keeps
+        // a capture window short: its importers are the code that stops threads.
         .target(name: "CPtrace"),
+        // The other POSIX/Linux calls Swift cannot make directly: spawning and reaping,
+        // AF_UNIX datagrams, sealed memfds, perf counters, fstatfs, the SIGBUS guard.
+        .target(name: "CPosix"),
         .target(name: "CDemangle", linkerSettings: [.linkedLibrary("stdc++")]),
         // libdebuginfod, loaded at run time (optional, like libdw does).
         .target(name: "CDebuginfod"),
@@ -32,16 +36,31 @@ let package = Package(
         .systemLibrary(
             name: "CLzma", pkgConfig: "liblzma",
             providers: [.apt(["liblzma-dev"])]),
+        // Probe classification, episodes, heaviest stack, annealing: pure Swift, no system or
+        // C module, driven by a clock it is given. The compiler keeps it free of ptrace and files.
+        .target(
+            name: "StallDetection",
+            dependencies: [
+                .product(name: "DequeModule", package: "swift-collections"),
+            ]),
         .target(
             name: "StallAgentKit",
             dependencies: [
-                "CPtrace", "CLibunwind", "CLibelf", "CLibdw", "CLzma", "CDemangle", "CDebuginfod",
+                "StallDetection",
+                "CPtrace", "CPosix", "CLibunwind", "CLibelf", "CLibdw", "CLzma", "CDemangle", "CDebuginfod",
                 .product(name: "DequeModule", package: "swift-collections"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "Yams", package: "Yams"),
             ]),
         .executableTarget(
             name: "stallagent",
+            dependencies: [
+                "StallAgentKit",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]),
+        // The performance figures behind the goals (scripts/bench); not part of the product.
+        .executableTarget(
+            name: "stallagent-bench",
             dependencies: [
                 "StallAgentKit",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -53,7 +72,7 @@ let package = Package(
             linkerSettings: [.linkedLibrary("pthread")]),
         .testTarget(
             name: "StallAgentKitTests",
-            dependencies: ["StallAgentKit", "CPtrace", "stall-fixtures"],
+            dependencies: ["StallAgentKit", "StallDetection", "CPosix", "stall-fixtures"],
             // Sources of programs the tests compile themselves (C, C++, Swift, Rust).
             exclude: ["Symbols/Fixtures"]),
     ],

@@ -22,13 +22,13 @@ struct StallAgentCommand: ParsableCommand {
             its own status whatever the value (128+N for signal N), 86 stalls with --on-stall \
             fail, 124 timeout, 125 agent error, 126 cannot execute, 127 not found.
             """,
-        subcommands: [Watch.self, Run.self, Dump.self, Symbolicate.self, Demo.self, Bench.self, GenerateManPage.self],
+        subcommands: [Watch.self, Run.self, Dump.self, Symbolicate.self, Demo.self, GenerateManPage.self],
         defaultSubcommand: Watch.self
     )
 }
 
 extension StallAgentCommand {
-    static let subcommandNames: Set<String> = ["watch", "run", "dump", "symbolicate", "demo", "bench", "generate-man-page", "help"]
+    static let subcommandNames: Set<String> = ["watch", "run", "dump", "symbolicate", "demo", "generate-man-page", "help"]
 
     /// `stallagent [options] -- COMMAND` means `stallagent run [options] -- COMMAND`.
     /// In that mode every error of the agent's own, usage errors included, exits 125 like

@@ -5,8 +5,6 @@
 #include <sys/types.h>
 #include <sys/user.h>
 
-#include "safe_file.h"
-#include "sigbus_guard.h"
 #include "stop_guard.h"
 #include "perf_waker.h"
 #include "perf_stack_sampler.h"
@@ -42,48 +40,6 @@ int sa_wptrace_event(int status);
 
 /// process_vm_readv of one contiguous range; returns bytes read or -1.
 ssize_t sa_read_memory(pid_t pid, uint64_t address, void *buffer, size_t length);
-
-pid_t sa_gettid(void);
-int sa_tgkill(pid_t tgid, pid_t tid, int sig);
-
-/// Spawns `path` (searched in PATH when it has no slash) with `argv`/`envp`, with every
-/// signal unblocked and at its default action in the child, whatever the agent inherited.
-/// With `new_group` nonzero the child leads a process group of its own (POSIX_SPAWN_SETPGROUP).
-/// Returns 0 and sets *pid, or an errno (ENOENT: not found; EACCES/ENOEXEC: not executable).
-int sa_spawn(const char *path, char *const argv[], char *const envp[], int new_group, pid_t *pid);
-
-/// prctl(PR_SET_CHILD_SUBREAPER, 1): orphaned descendants are re-parented to us, not init,
-/// so a wrapper can watch and reap them.
-int sa_set_child_subreaper(void);
-
-/// waitid(P_ALL, WEXITED | WNOHANG): reaps one exited child without consuming ptrace stops
-/// of threads being captured. Returns the pid, 0 if none, -1 with errno (ECHILD: no children).
-/// *status is the exit code, or 128 + signal for a signal death (the shell convention).
-pid_t sa_reap_one(int *status, int *signaled);
-
-/// Sends one datagram, never blocking (EAGAIN when the reader is behind), on an unconnected
-/// AF_UNIX socket `fd` to `path` (a leading "@" names
-/// an abstract socket). With `pass_fd` >= 0 the payload may be empty and `pass_fd` travels
-/// as SCM_RIGHTS (the journal's way to take an entry too big for one datagram).
-/// Returns 0 or an errno.
-int sa_send_unix_datagram(int fd, const char *path, const void *payload, size_t length, int pass_fd);
-
-/// A bound AF_UNIX datagram socket at `path` ('@' prefix: abstract), close-on-exec; the
-/// receiving end of sd_notify and journal messages in tests. Returns the fd or -1 with errno.
-int sa_bind_unix_datagram(const char *path);
-
-/// Receives one datagram into `buffer`; a descriptor passed with it (SCM_RIGHTS) goes to
-/// *passed_fd (else -1). Returns the byte count or -1 with errno.
-ssize_t sa_recv_with_fd(int fd, void *buffer, size_t length, int *passed_fd);
-
-/// memfd_create + write + F_SEAL_*: an immutable in-memory file holding `bytes`.
-/// Returns the fd or -1 with errno.
-int sa_sealed_memfd(const char *name, const void *bytes, size_t length);
-
-/// perf_event_open(2) of a counting event on a tracepoint (`config` = the id from tracefs's
-/// events/<group>/<name>/id) for one thread on any CPU. Members of a group (`group_fd` ≥ 0)
-/// are read together with the leader (PERF_FORMAT_GROUP). Returns the fd or -1 with errno.
-int sa_perf_tracepoint_counter(uint64_t config, pid_t tid, int group_fd);
 
 /// Constants Swift cannot import from macros.
 enum {

@@ -5,7 +5,7 @@ import Glibc
 #endif
 
 /// The agent's own cost, as the exit summary, the metrics and the benchmarks report it.
-enum AgentResourceUsage {
+public enum AgentResourceUsage {
     /// User + system CPU seconds so far (getrusage), and the peak resident set of this
     /// program's own address space (VmHWM). Not getrusage's ru_maxrss: Linux carries it across
     /// exec, so an agent started by a big process (the benchmark harness, a test runner)
@@ -28,7 +28,7 @@ enum AgentResourceUsage {
     }
 
     /// The current resident set from /proc/self/statm (getrusage gives only the peak).
-    static func residentBytes() -> Int {
+    public static func residentBytes() -> Int {
         guard let text = try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8) else { return 0 }
         let fields = text.split(separator: " ")
         guard fields.count > 1, let pages = Int(fields[1]) else { return 0 }

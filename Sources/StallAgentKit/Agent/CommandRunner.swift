@@ -1,3 +1,4 @@
+import CPosix
 import CPtrace
 import Foundation
 

@@ -1,5 +1,5 @@
 import CLibelf
-import CPtrace
+import CPosix
 import Synchronization
 
 #if canImport(Glibc)

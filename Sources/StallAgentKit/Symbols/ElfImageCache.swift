@@ -1,4 +1,4 @@
-import CPtrace
+import CPosix
 import Synchronization
 
 #if canImport(Glibc)

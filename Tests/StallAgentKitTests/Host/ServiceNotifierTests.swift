@@ -1,4 +1,4 @@
-import CPtrace
+import CPosix
 import Foundation
 import Testing
 @testable import StallAgentKit

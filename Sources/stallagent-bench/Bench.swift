@@ -2,10 +2,16 @@ import ArgumentParser
 import Foundation
 import StallAgentKit
 
+/// `stallagent-bench`: the performance figures, kept out of the production binary. It measures
+/// the `stallagent` binary that sits next to it (or `--agent`).
+@main
 struct Bench: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Measure capture costs against bundled fixture processes (used by scripts/bench).",
-        shouldDisplay: false)
+        commandName: "stallagent-bench",
+        abstract: "Measure capture costs against bundled fixture processes (used by scripts/bench).")
+
+    @Option(help: "Path to the stallagent binary to measure (default: next to this binary).")
+    var agent: String?
 
     @Option(help: "Path to the stall-fixtures binary (default: next to this binary).")
     var fixtures: String?
@@ -36,6 +42,8 @@ struct Bench: ParsableCommand {
             let me = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
             let fixturesURL = fixtures.map { URL(fileURLWithPath: $0) }
                 ?? me.deletingLastPathComponent().appendingPathComponent("stall-fixtures")
+            let agentBinary = agent.map { URL(fileURLWithPath: $0) }
+                ?? me.deletingLastPathComponent().appendingPathComponent("stallagent")
             if let python {
                 var bench = PythonCaptureBenchmark(python: python)
                 bench.captures = quick ? 50 : captures * 2
@@ -43,10 +51,10 @@ struct Bench: ParsableCommand {
                 return
             }
             if wrapperOnly {
-                try WrapperBenchmark(agentBinary: me).run(quick: quick)
+                try WrapperBenchmark(agentBinary: agentBinary).run(quick: quick)
                 return
             }
-            let benchmark = CaptureBenchmark(fixtures: fixturesURL, agentBinary: me)
+            let benchmark = CaptureBenchmark(fixtures: fixturesURL, agentBinary: agentBinary)
             benchmark.captures = captures
             if !captureOnly && !monitorOnly {
                 SymbolizationBenchmark().run()
@@ -56,12 +64,23 @@ struct Bench: ParsableCommand {
             if !monitorOnly { try benchmark.run() }
             if !captureOnly {
                 print("")
-                try MonitorBenchmark(fixtures: fixturesURL, agentBinary: me).run(quick: quick)
+                try MonitorBenchmark(fixtures: fixturesURL, agentBinary: agentBinary).run(quick: quick)
             }
             if !captureOnly && !monitorOnly {
                 print("")
-                try WrapperBenchmark(agentBinary: me).run(quick: quick)
+                try WrapperBenchmark(agentBinary: agentBinary).run(quick: quick)
             }
         }
+    }
+}
+
+/// Runs `body`, turning the agent's errors into a message and their documented exit code
+/// (as `stallagent` does).
+func runReportingErrors(_ body: () throws -> Void) throws {
+    do {
+        try body()
+    } catch let error as StallAgentError {
+        FileHandle.standardError.write(Data("stallagent-bench: error: \(error)\n".utf8))
+        throw ExitCode(error.exitCode)
     }
 }

@@ -1,9 +1,9 @@
+import StallDetection
 import Synchronization
 
-/// Test support: a `MonotonicClock` that moves only when told to. It lives in the library (not
-/// in the test target) so that the agent's own tests can drive the monitor loop with it too.
-/// A class so that the code under test and the test share one clock; thread-safe so it can be
-/// shared with tasks.
+/// Test support: a `MonotonicClock` that moves only when told to. The detection and the
+/// monitor-loop tests both drive their code with it. A class so that the code under test and the
+/// test share one clock; thread-safe so it can be shared with tasks.
 public final class FakeClock: MonotonicClock, Sendable {
     private let current: Mutex<Double>
 

@@ -1,4 +1,5 @@
 import Foundation
+import StallAgentKit
 
 #if canImport(Glibc)
 import Glibc

@@ -35,7 +35,7 @@ public struct SampledFrame: Hashable, Codable, Sendable {
         "libgcc_s", "libdl.so", "librt.so",
     ]
 
-    static func isSystemModule(_ module: String) -> Bool {
+    public static func isSystemModule(_ module: String) -> Bool {
         systemModulePrefixes.contains(where: module.hasPrefix)
     }
 }
