@@ -7,6 +7,8 @@
 
 #include "safe_file.h"
 #include "sigbus_guard.h"
+#include "perf_waker.h"
+#include "perf_stack_sampler.h"
 
 // POSIX and Linux calls Swift cannot make directly (variadic, macro-only or missing from the
 // Glibc module) that have nothing to do with ptrace: spawning and reaping, AF_UNIX datagrams,

@@ -6,8 +6,6 @@
 #include <sys/user.h>
 
 #include "stop_guard.h"
-#include "perf_waker.h"
-#include "perf_stack_sampler.h"
 
 // glibc's ptrace is variadic and waitpid's status accessors are macros; Swift can call
 // neither, so every ptrace-family call the agent makes goes through these wrappers.

@@ -1,4 +1,4 @@
-import CPtrace
+import CPosix
 
 #if canImport(Glibc)
 import Glibc

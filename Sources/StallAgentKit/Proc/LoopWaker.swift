@@ -1,4 +1,4 @@
-import CPtrace
+import CPosix
 import Foundation
 
 #if canImport(Glibc)
