@@ -42,15 +42,51 @@ public final class MonitorBenchmark {
         summary.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }.first { $0.hasPrefix("agent:") } ?? "?"
     }
 
+    /// CPU seconds (user + system) of the children reaped while `body` ran: the agent's own,
+    /// start-up included, at microsecond resolution (its summary line rounds to 10 ms).
+    private func childCPU(_ body: () throws -> String) rethrows -> (String, Double) {
+        func total() -> Double {
+            var usage = rusage()
+            getrusage(RUSAGE_CHILDREN.rawValue, &usage)
+            return Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec)
+                + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6
+        }
+        let before = total()
+        let result = try body()
+        return (result, total() - before)
+    }
+
+    /// The idle watch against its floor (issue 14): the agent, with its defaults, and a bare C
+    /// loop that only preads the syscall file every 10 ms, watching the same idle target for
+    /// the same time, one after the other; then the agent again with the probe every 10 ms
+    /// forced (no kernel events: `--loop-turns stack-rule`).
     func idleTarget(seconds: Double) throws {
         let fixture = try BenchmarkFixture(fixtures, ["idle"])
         defer { _ = try? fixture.finish() }
-        let summary = try runAgent(pid: fixture.pid, seconds: seconds)
+        let (summary, agent) = try childCPU { try runAgent(pid: fixture.pid, seconds: seconds) }
+        let (probing, probe) = try childCPU {
+            try runAgent(pid: fixture.pid, seconds: seconds, extra: ["--loop-turns", "stack-rule"])
+        }
+        let bare = Process()
+        bare.executableURL = fixtures
+        bare.arguments = ["probe-loop", "\(fixture.pid)", "\(Int(seconds))"]
+        let pipe = Pipe()
+        bare.standardOutput = pipe
+        try bare.run()
+        let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        bare.waitUntilExit()
+        let bareCPU = output.split(separator: " ").first { $0.hasPrefix("cpu_seconds=") }
+            .flatMap { Double($0.dropFirst("cpu_seconds=".count)) }
         kill(fixture.pid, SIGUSR1)
         let eintr = fixture.waitForLine(prefix: "eintr=", timeout: 2) ?? "?"
         log("\nhealthy idle target (epoll_wait), watched \(Int(seconds)) s by `stallagent --pid` (release)")
-        log("  \(agentLine(summary))")
-        log("  target reports: \(eintr)        goal: 0 stops, 0 EINTR, agent CPU < 0.5 % of a core, RSS < 50 MB")
+        log("  default (sleeps until the thread wakes, where perf events are allowed): \(agentLine(summary))")
+        log("  probing every 10 ms (--loop-turns stack-rule): \(agentLine(probing))")
+        if let bareCPU, bareCPU > 0 {
+            log(String(format: "  CPU over the %d s: agent %.3f s (default), %.3f s (probing); bare C probe loop (stall-fixtures probe-loop) %.3f s → agent/bare %.2fx (default), %.2fx (probing)   goal: ≤ 1.1x",
+                       Int(seconds), agent, probe, bareCPU, agent / bareCPU, probe / bareCPU))
+        }
+        log("  target reports: \(eintr)        goal: 0 stops, 0 EINTR, RSS < 50 MB")
     }
 
     /// A/B: iterations per second of a spinning target, alternately watched and not.
