@@ -148,6 +148,15 @@ static void install_once(void)
         sigdelset(&all, SIGKILL);
         sigprocmask(SIG_SETMASK, &all, NULL);
         // Nothing of the agent's is needed: no open reports or sockets held on its behalf.
+        // Not the agent's stdin/stdout/stderr either: a guardian that outlives the agent by
+        // a moment (until its next look at getppid) must not hold a caller's pipe open, or
+        // whoever reads the agent's output to EOF waits for it.
+        int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+        if (null >= 0) {
+            dup2(null, 0);
+            dup2(null, 1);
+            dup2(null, 2);
+        }
         syscall(SYS_close_range, 3u, ~0u, 0u);
         // Not in the agent's process group: Ctrl-Z and Ctrl-C of the terminal are not ours.
         setpgid(0, 0);
