@@ -273,7 +273,13 @@ public struct StallDetector: Sendable {
     /// The batch rule's part of `record` (see the type's comment): updates the held frames of
     /// the open episode and ends it where its work ended.
     private mutating func recordBatch(_ sample: StackSample) -> [DetectorEvent] {
-        let keys = sample.frames.map(StallFrameTracker.Key.init)
+        // An interpreted frame (a Python test) is the unit of work: the machine frames above the
+        // innermost one are the interpreter executing it (a dict lookup, time.monotonic, the
+        // addition), different from sample to sample. Counted as frames of their own, a CPU
+        // loop's helpers held for two samples restarted the episode mid-test (two reports for
+        // one test), and six of them made the test a dispatcher, a runner frame, mid-stall.
+        let firstInterpreted = sample.frames.firstIndex(where: \.isInterpreted) ?? 0
+        let keys = sample.frames[firstInterpreted...].map(StallFrameTracker.Key.init)
         guard var outer = outerFrames else {
             outerFrames = Set(keys)
             episode?.anchors = []
@@ -288,6 +294,11 @@ public struct StallDetector: Sendable {
         }
         let held = anchors.intersection(outside)
         var restart = held.isEmpty
+        // A new interpreted call under a held machine frame: the interpreter was entered from
+        // C for it (pytest calls each test through `_PyEval_Vector`), so it is a new call of
+        // the runner's, not a helper the work in progress called (Python-to-Python calls have
+        // no machine frame between them).
+        var newInterpretedCall = false
         if !restart {
             current.beneath.formUnion(outside.subtracting(held))
             // Innermost first: the held frame nearest the top, and the frame just above it.
@@ -296,7 +307,12 @@ public struct StallDetector: Sendable {
                     current.innermostHeld = keys[index]
                     current.children = []
                 }
-                if index > 0 { current.children.insert(keys[index - 1]) }
+                if index > 0 {
+                    current.children.insert(keys[index - 1])
+                    let frames = sample.frames
+                    newInterpretedCall = frames[firstInterpreted + index - 1].isInterpreted
+                        && !frames[firstInterpreted + index].isInterpreted
+                }
             }
             let lost = held.count < anchors.count
             // A piece of work held for several samples ended under frames that stay: they are
@@ -309,10 +325,13 @@ public struct StallDetector: Sendable {
                 outerFrames = outer
                 runnerFramesLearned += held.count
                 restart = true
-            } else if lost && current.anchoredSamples >= 2 {
+            } else if lost && (current.anchoredSamples >= 2 || newInterpretedCall) {
                 // Work held for two samples ended: what runs now is new work (the next test),
                 // timed and named from here, not from the frames it shares with the last one.
-                // A leaf seen once (a CPU loop's callee) does not restart the episode.
+                // A leaf seen once (a CPU loop's callee) does not restart the episode; a test
+                // seen once does (the episode began in a fast test: without the restart the
+                // slow one after it never joins the held frames, and the runner's frame it
+                // shares with every test is reported for as long as the run goes on).
                 restart = true
             }
         }

@@ -124,6 +124,66 @@ struct BatchRuleDetectionTests {
         #expect(stalls.first?.stallFrame?.function == "spinning_test")
     }
 
+    /// A Python stack, outermost first: names starting with `py:` are interpreter frames (CFA:
+    /// the interpreter frame's address), the others machine frames, each keyed by its depth.
+    static func pyStack(_ rootFirst: [String]) -> [SampledFrame] {
+        rootFirst.enumerated().map { depth, name in
+            name.hasPrefix("py:")
+                ? SampledFrame(function: String(name.dropFirst(3)), module: "python", address: 0x1000 + UInt64(depth),
+                               cfa: 0x7f00_0000 + UInt64(depth) * 0x60, language: "python")
+                : SampledFrame(function: name, module: "libpython", address: 0x40_0000 + UInt64(depth) * 0x10,
+                               cfa: 0x7fff_0000 - UInt64(depth) * 0x100)
+        }.reversed()
+    }
+
+    /// pytest as CPython 3.11 shows it: the runner's Python frames, and each test entered from C.
+    static let pyRunner = ["_start", "main", "Py_RunMain", "py:<module>", "py:main", "py:pytest_runtestloop",
+                           "py:pytest_pyfunc_call", "_PyEval_Vector", "_PyEval_EvalFrameDefault"]
+
+    /// A CPU-bound Python test: the machine frames above it are the interpreter running it (a
+    /// dict lookup, time.monotonic, the addition), one for a few samples, then another. They are
+    /// not pieces of work: one hang, timed from the test's start to its end, named by the test.
+    @Test func aPythonCPULoopIsOneHangWhateverTheInterpreterRuns() throws {
+        var d = detector()
+        let helpers = [["PyObject_Vectorcall", "cfunction_vectorcall_NOARGS", "time_monotonic"], ["_PyDict_LoadGlobal"],
+                       ["PyNumber_InPlaceAdd"], ["PyObject_RichCompare"], ["PyObject_GetAttr", "module_getattro"],
+                       ["PyFloat_FromDouble"], ["_PyLong_Add"], ["PyObject_Vectorcall", "time_monotonic", "clock_gettime"]]
+        let (events, _) = drive(&d, ticks: 0..<700) { tick in
+            if tick == 0 { return (.running, Self.pyStack(["_start", "main"])) }
+            if (100..<400).contains(tick) {
+                return (.running, Self.pyStack(Self.pyRunner + ["py:test_cpu"] + helpers[(tick / 12) % helpers.count]))
+            }
+            return (.running, Self.pyStack(Self.pyRunner + ["py:test_fast_\(tick / 3)", "PyObject_Vectorcall"]))
+        }
+        let stalls = ended(events)
+        #expect(stalls.count == 1, "\(stalls.map { ($0.stallFrame?.function ?? "?", $0.startTime, $0.duration) })")
+        let stall = try #require(stalls.first)
+        #expect(stall.reason == .hang)
+        #expect(stall.stallFrame?.function == "test_cpu")
+        #expect(stall.duration > 2.5 && stall.duration <= 3.05, "\(stall.duration)")
+    }
+
+    /// The episode's first sample fell in a fast test just before the slow one, before any
+    /// runner frame was known: the slow test is still timed and named on its own, not as part
+    /// of a stall of the runner frame every test shares.
+    @Test func aSlowPythonTestRightAfterAFastOneIsTimedOnItsOwn() throws {
+        var d = detector()
+        let (events, _) = drive(&d, ticks: 0..<900) { tick in
+            if tick == 0 { return (.running, Self.pyStack(["_start", "main"])) }
+            if tick < 30 { return (.running, Self.pyStack(Self.pyRunner + ["py:test_fast_0", "PyLong_FromLong"])) }
+            if tick < 40 { return (.blockedCall, Self.pyStack(Self.pyRunner + ["py:test_fast_1", "time_sleep", "clock_nanosleep"])) }
+            if tick < 540 { return (.blockedCall, Self.pyStack(Self.pyRunner + ["py:test_sleepy", "time_sleep", "clock_nanosleep"])) }
+            return (.running, Self.pyStack(Self.pyRunner + ["py:test_fast_\(tick / 6)", "PyObject_Vectorcall"]))
+        }
+        let stalls = ended(events)
+        #expect(stalls.count == 1, "\(stalls.map { ($0.stallFrame?.function ?? "?", $0.startTime, $0.duration) })")
+        let stall = try #require(stalls.first)
+        #expect(stall.reason == .blocked)
+        #expect(stall.heaviestStack?.frames.map(\.function).contains("test_sleepy") == true)
+        #expect(stall.stallFrame?.function == "test_sleepy")
+        #expect(stall.duration > 4.5 && stall.duration <= 5.05, "\(stall.duration)")
+    }
+
     /// exec: the new program's own start-up frames are its runner frames.
     @Test func execStartsAfresh() {
         var d = detector()
