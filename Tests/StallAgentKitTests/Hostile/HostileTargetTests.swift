@@ -456,8 +456,9 @@ import Glibc
         }
     }
 
-    /// A target already traced (strace) cannot be sampled: said once, with the tracer, and
-    /// every report says so instead of naming a stall from a stale stack.
+    /// A target already traced (strace) cannot be sampled with ptrace: said once, with the
+    /// tracer, and every report says so instead of naming a stall from a stale stack. Where
+    /// perf_event sampling is permitted, its running thread is sampled all the same.
     @Test func attack8_alreadyTracedTargetIsReportedOnceAsUnsampled() throws {
         guard FileManager.default.isExecutableFile(atPath: "/usr/bin/strace") else {
             print("skipping attack8_alreadyTracedTargetIsReportedOnceAsUnsampled: strace is not installed (scripts/setup installs it)")
@@ -482,7 +483,8 @@ import Glibc
         try #require(target.procStatus?.tracer == strace.processIdentifier)
         let reports = scratch.path("reports")
         let result = try runCommand(
-            agent, ["--pid", "\(target.pid)", "--report-dir", reports, "--threshold", "0.4s", "--duration", "4s"], timeout: 30)
+            agent, ["--pid", "\(target.pid)", "--report-dir", reports, "--threshold", "0.4s", "--duration", "4s", "--no-perf-sampling"],
+            timeout: 30)
         #expect(result.status == 0, "\(result.stderr)")
         let note = "cannot sample: traced by PID \(strace.processIdentifier) (strace)"
         #expect(result.stderr.components(separatedBy: note).count - 1 == 1, "\(result.stderr)")
@@ -494,6 +496,17 @@ import Glibc
             let names = frames.compactMap { $0["function"] as? String }
             #expect(frames.isEmpty || names.contains("busy_compute"), "\(names)")
         }
+        guard PerfSamplingTests.available else { return }
+        let sampled = scratch.path("sampled")
+        let perf = try runCommand(
+            agent, ["--pid", "\(target.pid)", "--report-dir", sampled, "--threshold", "0.4s", "--duration", "4s"], timeout: 30)
+        #expect(perf.status == 0, "\(perf.stderr)")
+        let jsons = hostileJSONReports(in: sampled)
+        #expect(!jsons.isEmpty, "\(perf.stderr)")
+        #expect(jsons.contains { json in
+            let frames = (json["heaviestStack"] as? [String: Any])?["frames"] as? [[String: Any]] ?? []
+            return frames.contains { $0["function"] as? String == "busy_compute" }
+        }, "\(perf.stderr)")
     }
 
     /// After an exec, reports named the old program (name, path, build-id, command line).
