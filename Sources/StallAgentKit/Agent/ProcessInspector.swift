@@ -161,10 +161,8 @@ public final class ProcessInspector {
     public var perfSamplePeriod = 0.025
     private var perfSamplers: [Int32: PerfStackSampler] = [:]
     private var perfRefused = false
-    /// Running-thread samples taken by perf_event, and those that fell back to a ptrace stop
-    /// (no sample yet, a stack deeper than the kernel copies).
+    /// Running-thread samples taken by perf_event.
     public private(set) var perfSamples = 0
-    public private(set) var perfFallbacks = 0
 
     /// Turns the thread's perf sampler on while it is busy and off while it is not. The first
     /// time, opens it; a refusal (permissions, the perf mlock limit) is final for this process.
@@ -187,39 +185,24 @@ public final class ProcessInspector {
         }
     }
 
-    /// True while a running thread's kernel sample is on its way: the sampler is on, nothing
-    /// arrived since the last one, and the thread has not yet had two periods of CPU time
-    /// since it was enabled or last gave one (its first period, or a starved thread's small
-    /// share of a busy CPU). The caller then tries again at its next probe instead of stopping
-    /// the thread. A thread that ran that long without a sample falls back to a ptrace stop.
-    public func awaitsPerfSample(tid: Int32, probe: ThreadProbeFiles?) -> Bool {
-        guard let sampler = perfSamplers[tid], sampler.isEnabled, !sampler.hasPending,
-              probe?.syscall() == .running
-        else { return false }
-        guard let cpu = probe?.schedstat()?.cpuNanos else {
-            return MonotonicTime.seconds() - sampler.lastProgress < 4 * perfSamplePeriod
-        }
-        let since = sampler.cpuAtProgress ?? cpu
-        sampler.cpuAtProgress = since
-        return cpu &- since < UInt64(2 * perfSamplePeriod * 1e9)
+    /// True while a running thread's kernel sample is on its way (`PerfStackSampler.awaitsSample`):
+    /// the caller tries again at its next probe instead of stopping the thread. `running` and
+    /// `cpuNanos` are what the caller's probe just read, so this reads nothing.
+    public func awaitsPerfSample(tid: Int32, running: Bool, cpuNanos: UInt64) -> Bool {
+        running && perfSamplers[tid]?.awaitsSample(cpuNanos: cpuNanos) == true
     }
 
     /// The newest kernel sample of a running thread, unwound, when there is a recent one whose
     /// stack copy reached the end of the unwind; nil sends the caller to the ptrace capture.
     private func perfSample(tid: Int32, probe: ThreadProbeFiles?) -> (ThreadSnapshot, UnwoundStack)? {
-        guard let sampler = perfSamplers[tid], sampler.isEnabled, probe?.syscall() == .running else { return nil }
-        guard let snapshot = sampler.latest(pid: pid),
+        // The probe's last read of the syscall file, not a new one: it was read this probe.
+        guard let sampler = perfSamplers[tid], sampler.isEnabled, probe?.lastSyscall == .running,
+              let snapshot = sampler.latest(pid: pid),
               MonotonicTime.nanos() &- snapshot.timeNanos < 1_000_000_000
-        else {
-            perfFallbacks += 1
-            return nil
-        }
+        else { return nil }
         let stack = unwind(snapshot)
         // The kernel copies at most 64 KiB of stack: a deeper one is taken with a stop.
-        guard stack.end != .outsideCopiedStack else {
-            perfFallbacks += 1
-            return nil
-        }
+        guard stack.end != .outsideCopiedStack else { return nil }
         perfSamples += 1
         return (snapshot, stack)
     }

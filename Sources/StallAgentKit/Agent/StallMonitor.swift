@@ -663,7 +663,9 @@ public final class StallMonitor {
 
     private func sample(at now: Double, activity: ThreadActivity) {
         // No stop for a sample the kernel is about to take: asked again at the next probe.
-        if inspector.awaitsPerfSample(tid: inspector.pid, probe: probe) { return }
+        if inspector.awaitsPerfSample(tid: inspector.pid, running: probe.lastSyscall == .running, cpuNanos: lastCPUNanos) {
+            return
+        }
         summary.samples += 1
         do {
             let (snapshot, stack) = try inspector.captureStack(tid: inspector.pid, activity: activity, probe: probe)

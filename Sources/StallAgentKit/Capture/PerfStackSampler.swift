@@ -22,8 +22,9 @@ public final class PerfStackSampler {
     private var enabled = false
     private var stack: [UInt8]
     private var registers = [UInt64](repeating: 0, count: Int(SA_PERF_SAMPLE_REGISTERS))
-    /// Samples the kernel dropped because the ring was full (never read in time).
-    public private(set) var lost: UInt64 = 0
+    private let periodNanos: UInt64
+    /// The thread's on-CPU time when it was first seen after the last sample (or enabling).
+    private var cpuAtProgress: UInt64?
 
     /// The kernel copies at most 64 KiB of stack per sample (a u16 record size).
     public static let maxStackBytes = 65_528
@@ -38,6 +39,7 @@ public final class PerfStackSampler {
         self.fd = fd
         self.ring = ring
         self.ringBytes = ringBytes
+        periodNanos = UInt64(max(period, 0.001) * 1e9)
         stack = [UInt8](repeating: 0, count: Int(bytes))
     }
 
@@ -48,7 +50,6 @@ public final class PerfStackSampler {
         if on {
             _ = latest(pid: 0)  // forget samples from an earlier episode
             enabled = sa_perf_stack_sampler_enable(fd) == 0
-            lastProgress = MonotonicTime.seconds()
             cpuAtProgress = nil
         } else {
             _ = sa_perf_stack_sampler_disable(fd)
@@ -58,13 +59,18 @@ public final class PerfStackSampler {
 
     public var isEnabled: Bool { enabled }
 
-    /// Monotonic seconds when it was last enabled, or last gave a sample.
-    public private(set) var lastProgress = 0.0
-    /// The thread's on-CPU nanoseconds when the caller first looked after that (its own clock).
-    public var cpuAtProgress: UInt64?
-
     /// Records arrived that `latest` has not consumed yet.
     public var hasPending: Bool { ring.map { sa_perf_stack_sampler_pending($0) != 0 } ?? false }
+
+    /// True while a sample is still on its way: enabled, nothing pending, and the thread has had
+    /// less than two periods of CPU time (`cpuNanos`, its schedstat clock) since it was enabled
+    /// or last gave one — its first period, or a starved thread's small share of a busy CPU.
+    public func awaitsSample(cpuNanos: UInt64) -> Bool {
+        guard enabled, !hasPending else { return false }
+        let since = cpuAtProgress ?? cpuNanos
+        cpuAtProgress = since
+        return cpuNanos &- since < 2 * periodNanos
+    }
 
     /// The newest sample since the last call, as a snapshot the unwinder takes like any other;
     /// nil when the thread has not been on a CPU for a whole period since.
@@ -75,11 +81,10 @@ public final class PerfStackSampler {
         let got = registers.withUnsafeMutableBufferPointer { regs in
             stack.withUnsafeMutableBufferPointer { bytes in
                 sa_perf_stack_sampler_latest(
-                    ring, ringBytes, regs.baseAddress, &time, bytes.baseAddress, bytes.count, &length, &lost)
+                    ring, ringBytes, regs.baseAddress, &time, bytes.baseAddress, bytes.count, &length, nil)
             }
         }
         guard got == 1, length > 0 else { return nil }
-        lastProgress = MonotonicTime.seconds()
         cpuAtProgress = nil
         var file = RegisterFile()
         for index in 0..<RegisterFile.count { file[index] = registers[index] }

@@ -97,15 +97,18 @@ public final class LoopTurnCounter {
     private static func readTracepointIDs() throws -> [(String, UInt64)] {
         let root = try tracefsRoot()
         let ids: [(String, UInt64)] = tracepointNames.compactMap { name in
-            guard let text = try? String(contentsOfFile: "\(root)/events/syscalls/sys_enter_\(name)/id", encoding: .utf8),
-                  let id = UInt64(text.trimmingCharacters(in: .whitespacesAndNewlines))
-            else { return nil }
-            return (name, id)
+            tracepointID("syscalls/sys_enter_\(name)", root: root).map { (name, $0) }
         }
         guard ids.contains(where: { $0.0.hasPrefix("epoll") || $0.0.hasPrefix("poll") }) else {
             throw Unavailable.noTracepoints
         }
         return ids
+    }
+
+    /// The id of tracepoint `event` (`group/name`) under the tracefs mounted at `root`.
+    static func tracepointID(_ event: String, root: String) -> UInt64? {
+        (try? String(contentsOfFile: "\(root)/events/\(event)/id", encoding: .utf8))
+            .flatMap { UInt64($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
     }
 
     /// The tracefs mount; as root, mounts it at /sys/kernel/tracing when nothing is mounted

@@ -1,5 +1,4 @@
 import CPosix
-import Foundation
 
 #if canImport(Glibc)
 import Glibc
@@ -45,9 +44,7 @@ public final class LoopWaker {
     }
 
     private static let cachedID: Result<UInt64, LoopTurnCounter.Unavailable> = Result {
-        let root = try LoopTurnCounter.tracefsRoot()
-        guard let text = try? String(contentsOfFile: "\(root)/events/raw_syscalls/sys_exit/id", encoding: .utf8),
-              let id = UInt64(text.trimmingCharacters(in: .whitespacesAndNewlines))
+        guard let id = LoopTurnCounter.tracepointID("raw_syscalls/sys_exit", root: try LoopTurnCounter.tracefsRoot())
         else { throw LoopTurnCounter.Unavailable.noTracepoints }
         return id
     }.mapError { $0 as? LoopTurnCounter.Unavailable ?? .failed("\($0)") }

@@ -43,9 +43,13 @@ public final class ThreadProbeFiles {
         close(schedstatFD)
     }
 
-    /// nil means the thread is gone (the kernel answers ESRCH once it exits).
+    /// Bytes read into `buffer`; 0 or less means the thread is gone (ESRCH once it exits).
+    private func read(_ fd: Int32) -> Int {
+        buffer.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, 0) }
+    }
+
     private func readFile(_ fd: Int32) -> Substring? {
-        let n = buffer.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, 0) }
+        let n = read(fd)
         if n <= 0 { return nil }
         return String(decoding: buffer[0..<n], as: UTF8.self)[...]
     }
@@ -55,8 +59,11 @@ public final class ThreadProbeFiles {
     /// (same call, arguments, SP and PC): those bytes are compared, not parsed again. Parsing
     /// was the largest part of an idle watch's own CPU time.
     public func syscall() -> ProcSyscallInfo? {
-        let n = buffer.withUnsafeMutableBytes { pread(syscallFD, $0.baseAddress, $0.count, 0) }
-        if n <= 0 { return nil }
+        let n = read(syscallFD)
+        if n <= 0 {
+            lastSyscall = nil
+            return nil
+        }
         if n == lastSyscallBytes.count, let last = lastSyscall,
            buffer.withUnsafeBytes({ new in lastSyscallBytes.withUnsafeBytes { memcmp(new.baseAddress!, $0.baseAddress!, n) == 0 } })
         {
@@ -69,6 +76,7 @@ public final class ThreadProbeFiles {
     }
 
     private var lastSyscallBytes: [UInt8] = []
-    private var lastSyscall: ProcSyscallInfo?
+    /// What the last `syscall()` read (nil: not read yet, or the thread is gone).
+    public private(set) var lastSyscall: ProcSyscallInfo?
     public func schedstat() -> ProcSchedstat? { readFile(schedstatFD).flatMap(ProcSchedstat.parse) }
 }

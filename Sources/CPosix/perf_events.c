@@ -1,4 +1,7 @@
+/* perf_event users of the agent that read an mmap'd ring: the loop waker and the stack
+ * sampler. (The loop-turn counters only count: posix_shim.c.) */
 #include "perf_stack_sampler.h"
+#include "perf_waker.h"
 #include <errno.h>
 #include <linux/perf_event.h>
 #include <string.h>
@@ -7,6 +10,62 @@
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
+
+// Both events are read through an mmap'd ring: one metadata page plus `data_bytes` (a power
+// of two of pages). Opens the event described by `attr` on thread `tid` and maps its ring;
+// on failure nothing is left open and errno is perf_event_open's or mmap's.
+static int open_mapped(struct perf_event_attr *attr, pid_t tid, size_t data_bytes, void **ring, size_t *ring_bytes) {
+  int fd = (int)syscall(SYS_perf_event_open, attr, tid, -1, -1, PERF_FLAG_FD_CLOEXEC);
+  if (fd < 0) return -1;
+  size_t bytes = (size_t)sysconf(_SC_PAGESIZE) + data_bytes;
+  void *map = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (map == MAP_FAILED) {
+    int error = errno;
+    close(fd);
+    errno = error;
+    return -1;
+  }
+  *ring = map;
+  *ring_bytes = bytes;
+  return fd;
+}
+
+static void close_mapped(int fd, void *ring, size_t ring_bytes) {
+  if (ring) munmap(ring, ring_bytes);
+  if (fd >= 0) close(fd);
+}
+
+// ---- the loop waker (perf_waker.h) ---------------------------------------------------
+
+// The waker's records are never read, only their arrival matters: the smallest ring.
+static size_t waker_ring_bytes(void) { return 2 * (size_t)sysconf(_SC_PAGESIZE); }
+
+int sa_perf_waker_open(uint64_t config, pid_t tid, void **ring) {
+  struct perf_event_attr attr;
+  memset(&attr, 0, sizeof attr);
+  attr.size = sizeof attr;
+  attr.type = PERF_TYPE_TRACEPOINT;
+  attr.config = config;
+  attr.sample_period = 1;
+  attr.sample_type = PERF_SAMPLE_TIME;
+  attr.wakeup_events = 1;
+  attr.disabled = 1;
+  size_t bytes;
+  return open_mapped(&attr, tid, (size_t)sysconf(_SC_PAGESIZE), ring, &bytes);
+}
+
+int sa_perf_waker_arm(int fd, void *ring) {
+  struct perf_event_mmap_page *page = ring;
+  // Consume whatever an earlier wake left, so poll() waits for a new exit.
+  page->data_tail = __atomic_load_n(&page->data_head, __ATOMIC_ACQUIRE);
+  return ioctl(fd, PERF_EVENT_IOC_ENABLE, 0);
+}
+
+int sa_perf_waker_disarm(int fd) { return ioctl(fd, PERF_EVENT_IOC_DISABLE, 0); }
+
+void sa_perf_waker_close(int fd, void *ring) { close_mapped(fd, ring, waker_ring_bytes()); }
+
+// ---- the stack sampler (perf_stack_sampler.h) -------------------------------------------
 
 // perf_regs.h (x86): AX BX CX DX SI DI BP SP IP FLAGS CS SS DS ES FS GS R8 … R15.
 enum { P_AX = 0, P_BX, P_CX, P_DX, P_SI, P_DI, P_BP, P_SP, P_IP, P_R8 = 16 };
@@ -30,32 +89,16 @@ int sa_perf_stack_sampler_open(pid_t tid, uint64_t period_ns, uint32_t stack_byt
   // Never woken: the agent reads the ring at its own cadence.
   attr.watermark = 1;
   attr.wakeup_watermark = 1u << 30;
-  int fd = (int)syscall(SYS_perf_event_open, &attr, tid, -1, -1, PERF_FLAG_FD_CLOEXEC);
-  if (fd < 0) return -1;
-  // Room for a few samples of the largest size, a power of two of pages plus the header page.
-  size_t page = (size_t)sysconf(_SC_PAGESIZE);
-  size_t data = page;
+  // Room for a few samples of the largest size.
+  size_t data = (size_t)sysconf(_SC_PAGESIZE);
   while (data < 4 * ((size_t)stack_bytes + 512)) data *= 2;
-  size_t bytes = page + data;
-  void *map = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-  if (map == MAP_FAILED) {
-    int error = errno;
-    close(fd);
-    errno = error;
-    return -1;
-  }
-  *ring = map;
-  *ring_bytes = bytes;
-  return fd;
+  return open_mapped(&attr, tid, data, ring, ring_bytes);
 }
 
 int sa_perf_stack_sampler_enable(int fd) { return ioctl(fd, PERF_EVENT_IOC_ENABLE, 0); }
-int sa_perf_stack_sampler_disable(int fd) { return ioctl(fd, PERF_EVENT_IOC_DISABLE, 0); }
+int sa_perf_stack_sampler_disable(int fd) { return sa_perf_waker_disarm(fd); }
 
-void sa_perf_stack_sampler_close(int fd, void *ring, size_t ring_bytes) {
-  if (ring) munmap(ring, ring_bytes);
-  if (fd >= 0) close(fd);
-}
+void sa_perf_stack_sampler_close(int fd, void *ring, size_t ring_bytes) { close_mapped(fd, ring, ring_bytes); }
 
 int sa_perf_stack_sampler_pending(const void *ring) {
   const struct perf_event_mmap_page *meta = ring;
