@@ -39,7 +39,7 @@
 ///   begins, at the sample where none of its held frames is left. Frame-generic: interpreter
 ///   frames spliced into the stack count like any other.
 public struct StallDetector: Sendable {
-    public let configuration: DetectorConfiguration
+    public private(set) var configuration: DetectorConfiguration
     /// False while the process has not yet been seen idle (start-up).
     public private(set) var hasSeenIdle: Bool
     /// The current episode's retained samples (cleared when the next episode starts).
@@ -367,6 +367,15 @@ public struct StallDetector: Sendable {
         if configuration.usesStackRule { stackRuleTurns += 1 }
         if last.activity.isBusy { startEpisode(at: time) }
         return events
+    }
+
+    /// Switches to counted loop turns: the agent opens its kernel counters only once the loop
+    /// is seen idle, or a busy episode outside the batch rule is half a threshold old (they
+    /// slow every system call of the thread, and a process that never waits in a loop gets
+    /// nothing from them). An open episode keeps its samples; from here on a counted turn ends
+    /// it, and its age alone makes it a stall, as with counters from the start.
+    public mutating func useLoopTurnEvidence(_ evidence: LoopTurnEvidence) {
+        configuration.loopTurnEvidence = evidence
     }
 
     /// The event loop's own frames (its home wait's stack, innermost first), which the stack

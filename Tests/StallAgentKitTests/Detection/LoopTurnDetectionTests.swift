@@ -67,6 +67,23 @@ struct LoopTurnDetectionTests {
         #expect(events.allSatisfy { $0.snapshot == nil }, "\(events.map(\.kind))")
     }
 
+    /// The agent opens its counters half a threshold into a busy episode of a loop it never
+    /// saw idle: the stack rule judged the episode until then (no loop frames known, so it held
+    /// everything); from the switch, the first counted turn ends it and no stall is reported,
+    /// and a later slow turn is timed by the counters.
+    @Test func switchingToCountersMidEpisodeEndsItAtTheNextTurn() throws {
+        var detector = StallDetector(configuration: DetectorConfiguration(startsInLaunchPhase: false, loopTurnEvidence: .stackRule))
+        var events = drive(&detector, ticks: 0..<50, turnsAt: { _ in false })
+        #expect(detector.isInEpisode)
+        detector.useLoopTurnEvidence(.kernelCounter)
+        events += drive(&detector, ticks: 50..<300, turnsAt: { !(101..<250).contains($0) })
+        let ended = stalls(events)
+        #expect(ended.count == 1, "\(ended.map(\.duration))")
+        let stall = try #require(ended.first)
+        #expect(abs(stall.startTime - 1.0) < 0.011 && abs(stall.duration - 1.5) < 0.011, "\(stall.startTime) \(stall.duration)")
+        #expect(stall.loopTurnEvidence == .kernelCounter)
+    }
+
     // MARK: stack rule
 
     private func stackRuleDetector() -> StallDetector {

@@ -32,12 +32,15 @@ import Glibc
         options.loopTurns = mode
         configure(&options)
         let monitor = try StallMonitor(pid: pid, options: options, log: { _ in })
+        // auto: the stack rule until the loop is first seen idle, then the kernel's counters.
+        #expect(monitor.loopTurnEvidence == .stackRule)
+        let summary = monitor.run()
         if mode == .stackRule {
-            #expect(monitor.loopTurnEvidence == .stackRule)
+            #expect(summary.loopTurnEvidence == .stackRule)
         } else if geteuid() == 0 {
-            #expect(monitor.loopTurnEvidence == .kernelCounter, "\(monitor.loopTurnsNote ?? "")")
+            #expect(summary.loopTurnEvidence == .kernelCounter, "\(monitor.loopTurnsNote ?? "")")
         }
-        return (monitor.run(), options.reportDirectory)
+        return (summary, options.reportDirectory)
     }
 
     func steps(_ path: String) throws -> [LoggedStep] {
@@ -86,6 +89,25 @@ import Glibc
         let text = try String(contentsOfFile: try #require(summary.stalls.first?.reportPath), encoding: .utf8)
         #expect(text.contains("Loop Turns:"))
         #expect(text.contains(summary.loopTurnEvidence?.rawValue ?? "?"))
+    }
+
+    /// The counters are opened only once the loop is seen idle (they slow every system call,
+    /// and a test runner never idles), or when a busy episode is half a threshold old: a loop
+    /// saturated from its first turn, never seen asleep, is still not a stall, and its turns
+    /// are counted from then on.
+    @Test(.enabled(if: geteuid() == 0 && (try? LoopTurnCounter.tracepointIDs()) != nil))
+    func aLoopSaturatedFromTheStartIsNotAStall() throws {
+        let log = FileManager.default.temporaryDirectory.appendingPathComponent("loop-\(UUID().uuidString).jsonl").path
+        defer { unlink(log) }
+        let fixture = try FixtureProcess(["loop", "--script", "saturate:5", "--gap", "0", "--log", log, "--exit-when-done"])
+        let (summary, reportDir) = try watch(pid: fixture.pid, duration: 30, mode: .auto) {
+            $0.launchThreshold = 1.0
+        }
+        defer { try? FileManager.default.removeItem(atPath: reportDir) }
+        #expect(summary.targetExited)
+        #expect(try steps(log).map(\.kind) == ["saturate"])
+        #expect(summary.stalls.isEmpty, "\(summary.stalls.map { "\($0.reason.name) \($0.topFunction) \($0.duration)" })")
+        #expect(summary.loopTurns > 500, "\(summary.loopTurns) turns")
     }
 
     @Test(arguments: modes)
