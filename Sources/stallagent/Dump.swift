@@ -23,8 +23,8 @@ struct Dump: ParsableCommand {
     @Flag(name: .long, help: "Print JSON (frame fields as in stall reports) instead of text.")
     var json = false
 
-    @Option(name: .long, help: "Most stack bytes copied per thread.")
-    var maxStack: Int = 512 * 1024
+    @Option(name: Settings.maxStack.longName, parsing: .unconditional, help: Settings.maxStack.argumentHelp)
+    var maxStack: SettingArgument<ByteSize>?
 
     @Option(name: .customLong("debug-dir"), help: ArgumentHelp("Also look for separate debug files here (repeatable).", valueName: "dir"))
     var debugDirectories: [String] = []
@@ -32,10 +32,14 @@ struct Dump: ParsableCommand {
     @Flag(name: .long, help: "Show only native frames for a CPython process (no interpreter frames).")
     var noPythonFrames = false
 
+    func validate() throws {
+        _ = try Settings.maxStack.value(maxStack)
+    }
+
     func run() throws {
         try runReportingErrors {
             var options = ThreadCapturer.Options()
-            options.maxStackBytes = maxStack
+            options.maxStackBytes = Int(try Settings.maxStack.value(maxStack)!.bytes)
             options.stopDeadlineNanos = 1_000_000_000
             Debuginfod.shared.notice = { FileHandleOutput.standardError("stallagent: \($0)\n") }
             let inspector = try ProcessInspector(

@@ -34,11 +34,11 @@ struct Run: ParsableCommand {
             command cannot be executed; 127 it was not found.
             """)
 
-    @Option(help: ArgumentHelp("report: write reports only; fail: also exit 86 if the command succeeded but stalled.", valueName: "report|fail"))
-    var onStall = "report"
+    @Option(name: Settings.onStall.longName, help: Settings.onStall.argumentHelp)
+    var onStall: SettingArgument<RunOptions.OnStall>?
 
-    @Option(help: ArgumentHelp("Limit for the whole run: snapshot every watched process (0xbaaaaaad reports), then terminate the command (exit 124).", valueName: "duration"))
-    var timeout: String?
+    @Option(name: Settings.timeout.longName, parsing: .unconditional, help: Settings.timeout.argumentHelp)
+    var timeout: SettingArgument<TimeSpan>?
 
     @Option(name: .customLong("follow"), help: ArgumentHelp("Watch only descendants whose name contains NAME (repeatable); the command itself is always watched.", valueName: "name"))
     var follow: [String] = []
@@ -46,8 +46,8 @@ struct Run: ParsableCommand {
     @Option(help: ArgumentHelp("Write a JUnit XML file: a failing testcase per stall and per process captured at --timeout (checked writable before the command starts).", valueName: "file"))
     var junit: String?
 
-    @Option(help: ArgumentHelp("Stall threshold for batch processes (never seen idle, e.g. a test runner): a frame held this long is a stall. 'off' watches them like --pid does at start-up (--launch-threshold). Default: --threshold.", valueName: "duration|off"))
-    var batchThreshold: String?
+    @Option(name: Settings.batchThreshold.longName, parsing: .unconditional, help: Settings.batchThreshold.argumentHelp)
+    var batchThreshold: SettingArgument<TimeSpan>?
 
     @Flag(help: "Preload libstallprobe.so into the command: exact event-loop boundaries from inside (epoll_wait, poll, select on the main thread).")
     var loopProbe = false
@@ -59,22 +59,20 @@ struct Run: ParsableCommand {
 
     func validate() throws {
         guard !command.isEmpty else { throw ValidationError("no command after --") }
-        guard ["report", "fail"].contains(onStall) else { throw ValidationError("--on-stall: expected report or fail, got '\(onStall)'") }
+        _ = try Settings.onStall.value(onStall)
+        _ = try Settings.timeout.value(timeout)
+        _ = try Settings.batchThreshold.value(batchThreshold)
     }
 
     func run() throws {
         var options = RunOptions()
         do {
             options.monitor = try watch.monitorOptions(defaultLaunchThreshold: .infinity)
-            options.onStall = RunOptions.OnStall(rawValue: onStall) ?? .report
-            if batchThreshold?.lowercased() != "off" {
-                options.monitor.batchThreshold = try batchThreshold.map {
-                    try durationOption($0, "batch-threshold", minimum: 0.01, examples: "2s, 500ms")
-                } ?? options.monitor.threshold
-            }
-            options.timeout = try timeout.map {
-                try durationOption($0, "timeout", minimum: .leastNonzeroMagnitude, examples: "10m, 90s")
-            }
+            options.onStall = try Settings.onStall.value(onStall)!
+            // Off is "never"; the monitor's nil batch threshold means the same.
+            let batch = try Settings.batchThreshold.value(batchThreshold)?.seconds ?? options.monitor.threshold
+            options.monitor.batchThreshold = batch.isFinite ? batch : nil
+            options.timeout = try Settings.timeout.value(timeout)?.seconds
             options.follow = follow
             if loopProbe {
                 let me = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()

@@ -2,90 +2,80 @@ import ArgumentParser
 import Foundation
 import StallAgentKit
 
-/// Options shared by `watch` and `demo`.
+/// Options shared by `watch` and `run`, declared from the settings table (`Settings`).
+/// Values that take a number are read unconditionally, so that `--threshold -1s` is refused
+/// for being negative rather than for a missing value.
 struct WatchOptions: ParsableArguments {
-    @Option(help: ArgumentHelp("Stall threshold: a busy main thread this long is a stall.", valueName: "duration"))
-    var threshold = "1s"
+    @Option(name: Settings.threshold.longName, parsing: .unconditional, help: Settings.threshold.argumentHelp)
+    var threshold: SettingArgument<TimeSpan>?
 
-    @Option(help: ArgumentHelp("Threshold before the process is first seen idle (start-up); 'off' never reports a process that has not yet idled. Default: 10s for --pid, off for wrapped commands.", valueName: "duration"))
-    var launchThreshold: String?
+    @Option(name: Settings.launchThreshold.longName, parsing: .unconditional, help: Settings.launchThreshold.plainArgumentHelp)
+    var launchThreshold: SettingArgument<TimeSpan>?
 
-    @Option(help: ArgumentHelp("How often /proc is probed (jittered ±20 %).", valueName: "duration"))
-    var probeInterval = "10ms"
+    @Option(name: Settings.probeInterval.longName, parsing: .unconditional, help: Settings.probeInterval.argumentHelp)
+    var probeInterval: SettingArgument<TimeSpan>?
 
-    @Option(help: ArgumentHelp("How often the stack is sampled while the thread is busy.", valueName: "duration"))
-    var sampleInterval = "50ms"
+    @Option(name: Settings.sampleInterval.longName, parsing: .unconditional, help: Settings.sampleInterval.argumentHelp)
+    var sampleInterval: SettingArgument<TimeSpan>?
 
-    @Option(name: .customLong("idle-syscall"), help: ArgumentHelp("Also treat this syscall as the loop's idle wait (repeatable), e.g. read, futex.", valueName: "name"))
-    var idleSyscalls: [String] = []
+    @Option(name: Settings.idleSyscalls.longName, help: Settings.idleSyscalls.argumentHelp)
+    var idleSyscalls: [SettingArgument<SystemCall>] = []
 
-    @Option(name: .customLong("idle-frame"), help: ArgumentHelp("Treat a blocked thread whose stack has a function matching PATTERN (glob or substring) as idle (repeatable).", valueName: "pattern"))
+    @Option(name: Settings.idleFrames.longName, help: Settings.idleFrames.argumentHelp)
     var idleFrames: [String] = []
 
-    @Option(name: .customLong("busy-frame"), help: ArgumentHelp("Treat a thread waiting in an idle-wait or parking call whose stack has a function matching PATTERN as working, not idle (repeatable).", valueName: "pattern"))
+    @Option(name: Settings.busyFrames.longName, help: Settings.busyFrames.argumentHelp)
     var busyFrames: [String] = []
 
-    @Option(help: ArgumentHelp("What tells the agent the event loop turned, ending a busy stretch even when the thread is never seen asleep (a saturated server): 'auto' uses the LD_PRELOAD loop probe when the target has it, else per-thread kernel counters on the idle-wait syscall tracepoints (needs root or CAP_PERFMON; tracefs is mounted when missing), else the stack rule, said once on stderr and in every report. 'kernel-counter' fails when the counters are refused. 'stack-rule': a stall needs a frame outside the loop's own frames in every sample for the threshold; it cannot tell two requests served back to back through the same frame, nor work inside an interpreter's eval loop.", valueName: "auto|kernel-counter|stack-rule"))
-    var loopTurns = "auto"
+    @Option(name: Settings.loopTurns.longName, help: Settings.loopTurns.argumentHelp)
+    var loopTurns: SettingArgument<LoopTurnMode>?
 
-    @Option(help: ArgumentHelp("Where reports are written (created if missing). Default: stallagent-reports, or STATE/reports under systemd (STATE: the first StateDirectory= entry). A unit's reports go to DIR/UNIT/.", valueName: "dir"))
+    @Option(name: Settings.reportDirectory.longName, help: Settings.reportDirectory.plainArgumentHelp)
     var reportDir: String?
 
-    @Flag(help: "No per-stall lines on stderr; only the exit summary.")
+    @Flag(name: Settings.quiet.longName, help: Settings.quiet.flagHelp)
     var quiet = false
 
-    @Option(help: ArgumentHelp("Stop watching after this long.", valueName: "duration"))
-    var duration: String?
+    @Option(name: Settings.duration.longName, parsing: .unconditional, help: Settings.duration.argumentHelp)
+    var duration: SettingArgument<TimeSpan>?
 
-    @Option(help: ArgumentHelp("Terminate a process stalled this long (SIGABRT, then SIGKILL after 2 s); the report says so.", valueName: "duration"))
-    var killAfter: String?
+    @Option(name: Settings.killAfter.longName, parsing: .unconditional, help: Settings.killAfter.argumentHelp)
+    var killAfter: SettingArgument<TimeSpan>?
 
-    @Option(help: ArgumentHelp("Most stack bytes copied per sample.", valueName: "bytes"))
-    var maxStack = 512 * 1024
+    @Option(name: Settings.maxStack.longName, parsing: .unconditional, help: Settings.maxStack.argumentHelp)
+    var maxStack: SettingArgument<ByteSize>?
 
-    @Option(name: .customLong("debug-dir"), help: ArgumentHelp("Also look for separate debug files here (DIR/.build-id/xx/rest.debug, debuglink names), before the target's /usr/lib/debug (repeatable).", valueName: "dir"))
+    @Option(name: Settings.debugDirectories.longName, help: Settings.debugDirectories.argumentHelp)
     var debugDirectories: [String] = []
 
-    @Flag(help: "Sample a running main thread with ptrace stops only. By default the kernel samples it through perf_event where permitted (root, CAP_PERFMON, or perf_event_paranoid <= 1 for one's own processes): no stop, no 't' state.")
+    @Flag(name: Settings.perfSampling.longName, help: Settings.perfSampling.flagHelp)
     var noPerfSampling = false
 
-    @Flag(help: "Keep the target's command line as it is in reports. By default values that look like secrets (--password=…, --token X, -pX, KEY=VALUE with a secret-like key, URL passwords) are replaced by <redacted>.")
+    @Flag(name: Settings.keepArgv.longName, help: Settings.keepArgv.flagHelp)
     var keepArgv = false
 
-    func monitorOptions(defaultLaunchThreshold: Double = 10) throws -> MonitorOptions {
+    /// Refused before the command runs, with the subcommand's usage.
+    func validate() throws {
+        _ = try monitorOptions()
+    }
+
+    func monitorOptions(defaultLaunchThreshold: Double = Settings.launchThreshold.defaultValue!.seconds) throws -> MonitorOptions {
         var options = MonitorOptions()
         options.redactArgv = !keepArgv
         options.perfSampling = !noPerfSampling
-        options.threshold = try durationOption(threshold, "threshold", minimum: 0.01)
-        if let launchThreshold, launchThreshold.lowercased() != "off" {
-            options.launchThreshold = try durationOption(launchThreshold, "launch-threshold", minimum: 0.01)
-        } else {
-            options.launchThreshold = launchThreshold == nil ? defaultLaunchThreshold : .infinity
-        }
-        options.probeInterval = try durationOption(probeInterval, "probe-interval", minimum: 0.001)
-        options.sampleInterval = try durationOption(sampleInterval, "sample-interval", minimum: 0.001)
-        options.duration = try duration.map { try durationOption($0, "duration", minimum: 0.01) }
-        options.killAfter = try killAfter.map { try durationOption($0, "kill-after", minimum: 0.01) }
-        for name in idleSyscalls {
-            guard let number = ProcSyscallInfo.number(ofSyscall: name) ?? Int(name) else {
-                throw ValidationError("--idle-syscall: unknown system call '\(name)'")
-            }
-            options.extraIdleSyscalls.insert(number)
-        }
+        options.threshold = try Settings.threshold.value(threshold)!.seconds
+        options.launchThreshold = try launchThreshold.map { try Settings.launchThreshold.parse($0).seconds } ?? defaultLaunchThreshold
+        options.probeInterval = try Settings.probeInterval.value(probeInterval)!.seconds
+        options.sampleInterval = try Settings.sampleInterval.value(sampleInterval)!.seconds
+        options.duration = try Settings.duration.value(duration)?.seconds
+        options.killAfter = try Settings.killAfter.value(killAfter)?.seconds
+        options.extraIdleSyscalls = Set(try Settings.idleSyscalls.values(idleSyscalls).map(\.number))
         options.idleFramePatterns = idleFrames
         options.busyFramePatterns = busyFrames
-        guard let mode = LoopTurnMode(rawValue: loopTurns) else {
-            throw ValidationError("--loop-turns: '\(loopTurns)' is not one of auto, kernel-counter, stack-rule")
-        }
-        options.loopTurns = mode
+        options.loopTurns = try Settings.loopTurns.value(loopTurns)!
         options.reportDirectory = reportDir ?? options.reportDirectory
         options.quiet = quiet
-        // The same bounds as the config file's max-stack: a negative size crashed the agent and
-        // 0 made a blocked thread take a ptrace stop.
-        guard maxStack >= 4096, maxStack <= 64 << 20 else {
-            throw ValidationError("--max-stack: \(maxStack) is out of range (4096 to \(64 << 20) bytes)")
-        }
-        options.maxStackBytes = maxStack
+        options.maxStackBytes = Int(try Settings.maxStack.value(maxStack)!.bytes)
         options.debugDirectories = debugDirectories
         return options
     }
@@ -144,32 +134,42 @@ struct Watch: ParsableCommand {
 
     @OptionGroup var watch: WatchOptions
 
-    @Option(help: ArgumentHelp("Keep per-stall fingerprint state (rate limits, annealing) here across restarts. Default: the first StateDirectory= entry under systemd, else not kept.", valueName: "dir"))
+    @Option(name: Settings.stateDirectory.longName, help: Settings.stateDirectory.argumentHelp)
     var stateDir: String?
 
-    @Option(help: ArgumentHelp("Write Prometheus metrics to this file atomically (node_exporter textfile collector).", valueName: "path"))
+    @Option(name: Settings.metricsFile.longName, help: Settings.metricsFile.argumentHelp)
     var metricsFile: String?
 
-    @Option(help: ArgumentHelp("Serve Prometheus metrics on HOST:PORT at /metrics.", valueName: "addr:port"))
+    @Option(name: Settings.metricsListen.longName, help: Settings.metricsListen.argumentHelp)
     var metricsListen: String?
 
-    @Option(help: ArgumentHelp("How often the metrics file is rewritten.", valueName: "duration"))
-    var metricsInterval = "15s"
+    @Option(name: Settings.metricsInterval.longName, parsing: .unconditional, help: Settings.metricsInterval.argumentHelp)
+    var metricsInterval: SettingArgument<TimeSpan>?
 
-    @Option(help: ArgumentHelp("Keep at most this many reports in the report directory (oldest go first).", valueName: "count"))
-    var maxReports: Int?
+    @Option(name: Settings.maxReports.longName, parsing: .unconditional, help: Settings.maxReports.argumentHelp)
+    var maxReports: SettingArgument<Int>?
 
-    @Option(help: ArgumentHelp("Keep the report directory under this size, e.g. 200MB.", valueName: "size"))
-    var maxReportBytes: String?
+    @Option(name: Settings.maxReportBytes.longName, parsing: .unconditional, help: Settings.maxReportBytes.argumentHelp)
+    var maxReportBytes: SettingArgument<ByteSize>?
 
-    @Option(help: ArgumentHelp("Delete reports older than this, e.g. 30d.", valueName: "duration"))
-    var maxReportAge: String?
+    @Option(name: Settings.maxReportAge.longName, parsing: .unconditional, help: Settings.maxReportAge.argumentHelp)
+    var maxReportAge: SettingArgument<TimeSpan>?
 
-    @Option(help: ArgumentHelp("A stall already reported within this interval gets no new report (kept across restarts with --state-dir).", valueName: "duration"))
-    var minReportInterval: String?
+    @Option(name: Settings.minReportInterval.longName, parsing: .unconditional, help: Settings.minReportInterval.argumentHelp)
+    var minReportInterval: SettingArgument<TimeSpan>?
 
-    @Option(help: ArgumentHelp("How often a --unit or --pidfile target that is not running is looked for.", valueName: "duration"))
-    var retryInterval = "2s"
+    @Option(name: Settings.retryInterval.longName, parsing: .unconditional, help: Settings.retryInterval.argumentHelp)
+    var retryInterval: SettingArgument<TimeSpan>?
+
+    /// Refused before anything starts, with this command's usage (`agentConfiguration()` reads them again).
+    func validate() throws {
+        _ = try Settings.metricsInterval.value(metricsInterval)
+        _ = try Settings.maxReports.value(maxReports)
+        _ = try Settings.maxReportBytes.value(maxReportBytes)
+        _ = try Settings.maxReportAge.value(maxReportAge)
+        _ = try Settings.minReportInterval.value(minReportInterval)
+        _ = try Settings.retryInterval.value(retryInterval)
+    }
 
     func run() throws {
         try runReportingErrors {
@@ -215,7 +215,7 @@ struct Watch: ParsableCommand {
         if watch.reportDir == nil, let state = systemdState {
             configuration.monitor.reportDirectory = state + "/reports"
         }
-        if let minReportInterval { configuration.monitor.minimumReportInterval = try durationOption(minReportInterval, "min-report-interval") }
+        configuration.monitor.minimumReportInterval = try Settings.minReportInterval.value(minReportInterval)!.seconds
         if !pid.isEmpty {
             var seen = Set<Int32>()
             let pids = pid.filter { seen.insert($0).inserted }
@@ -238,19 +238,11 @@ struct Watch: ParsableCommand {
         configuration.stateDirectory = stateDir ?? systemdState
         configuration.metricsFile = metricsFile
         configuration.metricsListen = metricsListen
-        configuration.metricsInterval = try durationOption(metricsInterval, "metrics-interval", minimum: 0.1)
-        if let maxReports {
-            guard maxReports > 0 else { throw ValidationError("--max-reports must be at least 1") }
-            configuration.retention.maxReports = maxReports
-        }
-        if let maxReportBytes {
-            guard let bytes = ByteSizeParser.parse(maxReportBytes), bytes > 0 else {
-                throw ValidationError("--max-report-bytes: '\(maxReportBytes)' is not a size (examples: 500MB, 2GiB)")
-            }
-            configuration.retention.maxBytes = bytes
-        }
-        configuration.retryInterval = try durationOption(retryInterval, "retry-interval", minimum: 0.05)
-        if let maxReportAge { configuration.retention.maxAge = try durationOption(maxReportAge, "max-report-age", minimum: 1, maximum: 100 * 366 * 86400) }
+        configuration.metricsInterval = try Settings.metricsInterval.value(metricsInterval)!.seconds
+        configuration.retention.maxReports = try Settings.maxReports.value(maxReports)
+        configuration.retention.maxBytes = try Settings.maxReportBytes.value(maxReportBytes)?.bytes
+        configuration.retryInterval = try Settings.retryInterval.value(retryInterval)!.seconds
+        configuration.retention.maxAge = try Settings.maxReportAge.value(maxReportAge)?.seconds
         return configuration
     }
 }

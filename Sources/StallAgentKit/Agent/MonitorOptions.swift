@@ -1,9 +1,11 @@
 /// How `stallagent --pid` watches: the knobs of DESIGN.md §2 with their defaults.
 public struct MonitorOptions: Sendable {
-    public var probeInterval = 0.010
-    public var sampleInterval = 0.050
-    public var threshold = 1.0
-    public var launchThreshold = 10.0
+    // The defaults are the settings table's (`Settings`), which the command line and the config
+    // file read too.
+    public var probeInterval = Settings.probeInterval.defaultValue!.seconds
+    public var sampleInterval = Settings.sampleInterval.defaultValue!.seconds
+    public var threshold = Settings.threshold.defaultValue!.seconds
+    public var launchThreshold = Settings.launchThreshold.defaultValue!.seconds
     /// Batch processes (never seen idle, e.g. a test runner): a frame held past this is a
     /// stall (`DetectorConfiguration.batchThreshold`). nil: off, start-up uses launchThreshold.
     public var batchThreshold: Double?
@@ -16,26 +18,26 @@ public struct MonitorOptions: Sendable {
     /// these is working, not idle (`--busy-frame`).
     public var busyFramePatterns: [String] = []
     /// Which loop-turn evidence to use (`--loop-turns`).
-    public var loopTurns: LoopTurnMode = .auto
-    public var reportDirectory = "stallagent-reports"
-    public var quiet = false
+    public var loopTurns = Settings.loopTurns.defaultValue!
+    public var reportDirectory = Settings.reportDirectory.defaultValue!
+    public var quiet = Settings.quiet.defaultValue!
     /// Stop watching after this long (nil: until the target exits or a signal).
     public var duration: Double?
     /// Terminate a process stalled this long: SIGABRT, then SIGKILL after `killGrace`.
     public var killAfter: Double?
     public var killGrace = 2.0
-    public var maxStackBytes = 512 * 1024
+    public var maxStackBytes = Int(Settings.maxStack.defaultValue!.bytes)
     /// Sample a running main thread with a perf_event (no ptrace stop) where the kernel allows;
     /// off, or refused, every running-thread sample is a ptrace stop. Benchmarks compare both.
-    public var perfSampling = true
+    public var perfSampling = Settings.perfSampling.defaultValue!
     /// Extra directories for separate debug files (`--debug-dir`).
     public var debugDirectories: [String] = []
     public var writeFolded = true
     /// Command lines in reports go through `ArgvRedactor` unless `--keep-argv`.
-    public var redactArgv = true
+    public var redactArgv = !Settings.keepArgv.defaultValue!
     /// A stall fingerprint already reported less than this long ago (wall clock, survives
     /// restarts with the fingerprint state) gets no new report; 0 turns the limit off.
-    public var minimumReportInterval = 0.0
+    public var minimumReportInterval = Settings.minReportInterval.defaultValue!.seconds
     /// A process with no event loop that waits for a child (wait4, waitid) is parked, not
     /// blocked: set when its children are watched themselves (a unit or `--follow-children`),
     /// where the stall is in the child. A wrapped test run keeps it off, so a shell that hangs

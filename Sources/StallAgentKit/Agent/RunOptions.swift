@@ -1,9 +1,9 @@
 /// `stallagent [options] -- COMMAND`: what to do with the stalls of a wrapped command.
 public struct RunOptions: Sendable {
-    public enum OnStall: String, Sendable { case report, fail }
+    public enum OnStall: String, Sendable, CaseIterable { case report, fail }
 
     public var monitor = MonitorOptions()
-    public var onStall = OnStall.report
+    public var onStall = Settings.onStall.defaultValue!
     /// Whole-run limit: on expiry every watched process gets a snapshot report, then the
     /// command is terminated and the wrapper exits 124.
     public var timeout: Double?

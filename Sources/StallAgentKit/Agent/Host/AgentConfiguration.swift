@@ -22,24 +22,31 @@ public struct AgentConfiguration: Sendable {
     public var stateDirectory: String?
     public var metricsFile: String?
     public var metricsListen: String?
-    public var metricsInterval = 15.0
+    public var metricsInterval = Settings.metricsInterval.defaultValue!.seconds
     public var retention = ReportRetention()
     /// How often a target that is not running is looked for again.
-    public var retryInterval = 2.0
+    public var retryInterval = Settings.retryInterval.defaultValue!.seconds
 
     public init() {}
 
-    static let topLevelKeys: Set<String> = [
-        "report-dir", "state-dir", "threshold", "launch-threshold", "probe-interval", "sample-interval",
-        "kill-after", "idle-syscalls", "idle-frames", "max-stack", "min-report-interval", "metrics-file",
-        "metrics-listen", "metrics-interval", "retention", "retry-interval", "targets", "quiet", "debug-dirs",
-        "busy-frames", "loop-turns",
+    /// The settings a config file may give for every target, by key.
+    static let topLevelSettings: [any AnySetting] = [
+        Settings.reportDirectory, Settings.stateDirectory, Settings.threshold, Settings.launchThreshold,
+        Settings.probeInterval, Settings.sampleInterval, Settings.killAfter, Settings.idleSyscalls,
+        Settings.idleFrames, Settings.busyFrames, Settings.loopTurns, Settings.maxStack, Settings.perfSampling,
+        Settings.keepArgv, Settings.debugDirectories, Settings.minReportInterval, Settings.metricsFile,
+        Settings.metricsListen, Settings.metricsInterval, Settings.retryInterval, Settings.quiet,
     ]
-    static let targetKeys: Set<String> = [
-        "pid", "pidfile", "unit", "name", "threshold", "launch-threshold", "kill-after", "idle-syscalls",
-        "idle-frames", "busy-frames", "processes",
+    /// The settings a target may override.
+    static let targetSettings: [any AnySetting] = [
+        Settings.threshold, Settings.launchThreshold, Settings.killAfter, Settings.idleSyscalls,
+        Settings.idleFrames, Settings.busyFrames,
     ]
-    static let retentionKeys: Set<String> = ["max-reports", "max-bytes", "max-age"]
+    static let retentionSettings: [any AnySetting] = [Settings.maxReports, Settings.maxReportBytes, Settings.maxReportAge]
+
+    static let topLevelKeys = Set(topLevelSettings.compactMap(\.configKey) + ["retention", "targets"])
+    static let targetKeys = Set(targetSettings.compactMap(\.configKey) + ["pid", "pidfile", "unit", "name", "processes"])
+    static let retentionKeys = Set(retentionSettings.compactMap(\.configKey))
 
     public static func load(path: String) throws -> AgentConfiguration {
         guard let data = FileManager.default.contents(atPath: path) else {
@@ -66,93 +73,66 @@ public struct AgentConfiguration: Sendable {
             guard let scalar = node.scalar else { throw fail(node, "'\(key)' must be a single value") }
             return scalar.string
         }
-        func duration(_ node: Node, _ key: String, minimum: Double = 0) throws -> Double {
+        func value<Value>(_ setting: Setting<Value>, _ node: Node) throws -> Value {
+            let key = setting.configKey ?? setting.name
             let text = try string(node, key)
-            guard let value = DurationParser.parse(text), value.isFinite, value >= minimum else {
-                throw fail(node, "'\(key)': '\(text)' is not a duration (examples: 1.5s, 250ms, 2m, 30d)")
+            do throws(SettingProblem) {
+                return try setting.parse(text)
+            } catch {
+                throw fail(node, "'\(key)': \(error)")
             }
-            // As on the command line: at most a year (larger values overflow deadlines).
-            guard value <= 366 * 86400 else { throw fail(node, "'\(key)': '\(text)' is out of range (at most 366d)") }
-            return value
         }
-        func positiveInt(_ node: Node, _ key: String) throws -> Int {
-            let text = try string(node, key)
-            guard let value = Int(text), value > 0 else { throw fail(node, "'\(key)': '\(text)' is not a positive whole number") }
-            return value
+        /// A list, or one value standing for a list of one.
+        func values<Value>(_ setting: Setting<Value>, _ node: Node) throws -> [Value] {
+            try (node.sequence.map(Array.init) ?? [node]).map { try value(setting, $0) }
         }
-        func list(_ node: Node, _ key: String) throws -> [(String, Node)] {
-            if let sequence = node.sequence { return try sequence.map { (try string($0, key), $0) } }
-            return [(try string(node, key), node)]
-        }
-        func syscalls(_ node: Node, _ key: String) throws -> Set<Int> {
-            var numbers: Set<Int> = []
-            for (name, item) in try list(node, key) {
-                guard let number = ProcSyscallInfo.number(ofSyscall: name) ?? Int(name) else {
-                    throw fail(item, "'\(key)': unknown system call '\(name)'")
-                }
-                numbers.insert(number)
-            }
-            return numbers
+        func seconds(_ setting: Setting<TimeSpan>, _ node: Node) throws -> Double {
+            try value(setting, node).seconds
         }
 
         var targetsNode: Node?
-        for (keyNode, value) in top {
+        for (keyNode, node) in top {
             let key = keyNode.string ?? ""
             guard topLevelKeys.contains(key) else {
                 throw fail(keyNode, "unknown setting '\(key)' (known: \(topLevelKeys.sorted().joined(separator: ", ")))")
             }
             switch key {
-            case "report-dir": configuration.monitor.reportDirectory = try string(value, key)
-            case "state-dir": configuration.stateDirectory = try string(value, key)
-            case "threshold": configuration.monitor.threshold = try duration(value, key, minimum: 0.01)
-            case "launch-threshold":
-                let text = try string(value, key)
-                configuration.monitor.launchThreshold = text.lowercased() == "off" ? .infinity : try duration(value, key, minimum: 0.01)
-            case "probe-interval": configuration.monitor.probeInterval = try duration(value, key, minimum: 0.001)
-            case "sample-interval": configuration.monitor.sampleInterval = try duration(value, key, minimum: 0.001)
-            case "kill-after": configuration.monitor.killAfter = try duration(value, key, minimum: 0.01)
-            case "idle-syscalls": configuration.monitor.extraIdleSyscalls = try syscalls(value, key)
-            case "idle-frames": configuration.monitor.idleFramePatterns = try list(value, key).map(\.0)
-            case "busy-frames": configuration.monitor.busyFramePatterns = try list(value, key).map(\.0)
-            case "loop-turns":
-                let text = try string(value, key)
-                guard let mode = LoopTurnMode(rawValue: text) else {
-                    throw fail(value, "'loop-turns': '\(text)' is not one of auto, kernel-counter, stack-rule")
-                }
-                configuration.monitor.loopTurns = mode
-            case "debug-dirs": configuration.monitor.debugDirectories = try list(value, key).map(\.0)
-            case "max-stack":
-                let text = try string(value, key)
-                guard let bytes = ByteSizeParser.parse(text), bytes >= 4096, bytes <= 64 << 20 else {
-                    throw fail(value, "'max-stack': '\(text)' must be a size between 4KiB and 64MiB")
-                }
-                configuration.monitor.maxStackBytes = Int(bytes)
-            case "min-report-interval": configuration.monitor.minimumReportInterval = try duration(value, key)
-            case "metrics-file": configuration.metricsFile = try string(value, key)
-            case "metrics-listen": configuration.metricsListen = try string(value, key)
-            case "metrics-interval": configuration.metricsInterval = try duration(value, key, minimum: 0.1)
-            case "retry-interval": configuration.retryInterval = try duration(value, key, minimum: 0.1)
-            case "quiet":
-                guard let flag = value.bool else { throw fail(value, "'quiet' must be true or false") }
-                configuration.monitor.quiet = flag
+            case Settings.reportDirectory.configKey: configuration.monitor.reportDirectory = try value(Settings.reportDirectory, node)
+            case Settings.stateDirectory.configKey: configuration.stateDirectory = try value(Settings.stateDirectory, node)
+            case Settings.threshold.configKey: configuration.monitor.threshold = try seconds(Settings.threshold, node)
+            case Settings.launchThreshold.configKey: configuration.monitor.launchThreshold = try seconds(Settings.launchThreshold, node)
+            case Settings.probeInterval.configKey: configuration.monitor.probeInterval = try seconds(Settings.probeInterval, node)
+            case Settings.sampleInterval.configKey: configuration.monitor.sampleInterval = try seconds(Settings.sampleInterval, node)
+            case Settings.killAfter.configKey: configuration.monitor.killAfter = try seconds(Settings.killAfter, node)
+            case Settings.idleSyscalls.configKey:
+                configuration.monitor.extraIdleSyscalls = Set(try values(Settings.idleSyscalls, node).map(\.number))
+            case Settings.idleFrames.configKey: configuration.monitor.idleFramePatterns = try values(Settings.idleFrames, node)
+            case Settings.busyFrames.configKey: configuration.monitor.busyFramePatterns = try values(Settings.busyFrames, node)
+            case Settings.loopTurns.configKey: configuration.monitor.loopTurns = try value(Settings.loopTurns, node)
+            case Settings.debugDirectories.configKey: configuration.monitor.debugDirectories = try values(Settings.debugDirectories, node)
+            case Settings.maxStack.configKey: configuration.monitor.maxStackBytes = Int(try value(Settings.maxStack, node).bytes)
+            case Settings.perfSampling.configKey: configuration.monitor.perfSampling = try value(Settings.perfSampling, node)
+            case Settings.keepArgv.configKey: configuration.monitor.redactArgv = !(try value(Settings.keepArgv, node))
+            case Settings.minReportInterval.configKey:
+                configuration.monitor.minimumReportInterval = try seconds(Settings.minReportInterval, node)
+            case Settings.metricsFile.configKey: configuration.metricsFile = try value(Settings.metricsFile, node)
+            case Settings.metricsListen.configKey: configuration.metricsListen = try value(Settings.metricsListen, node)
+            case Settings.metricsInterval.configKey: configuration.metricsInterval = try seconds(Settings.metricsInterval, node)
+            case Settings.retryInterval.configKey: configuration.retryInterval = try seconds(Settings.retryInterval, node)
+            case Settings.quiet.configKey: configuration.monitor.quiet = try value(Settings.quiet, node)
             case "retention":
-                guard let mapping = value.mapping else { throw fail(value, "'retention' must be a mapping (max-reports, max-bytes, max-age)") }
+                guard let mapping = node.mapping else { throw fail(node, "'retention' must be a mapping (max-reports, max-bytes, max-age)") }
                 for (subKeyNode, subValue) in mapping {
                     let subKey = subKeyNode.string ?? ""
                     switch subKey {
-                    case "max-reports": configuration.retention.maxReports = try positiveInt(subValue, subKey)
-                    case "max-bytes":
-                        let text = try string(subValue, subKey)
-                        guard let bytes = ByteSizeParser.parse(text), bytes > 0 else {
-                            throw fail(subValue, "'max-bytes': '\(text)' is not a size (examples: 500MB, 2GiB)")
-                        }
-                        configuration.retention.maxBytes = bytes
-                    case "max-age": configuration.retention.maxAge = try duration(subValue, subKey, minimum: 1)
+                    case Settings.maxReports.configKey: configuration.retention.maxReports = try value(Settings.maxReports, subValue)
+                    case Settings.maxReportBytes.configKey: configuration.retention.maxBytes = try value(Settings.maxReportBytes, subValue).bytes
+                    case Settings.maxReportAge.configKey: configuration.retention.maxAge = try seconds(Settings.maxReportAge, subValue)
                     default:
                         throw fail(subKeyNode, "unknown retention setting '\(subKey)' (known: \(retentionKeys.sorted().joined(separator: ", ")))")
                     }
                 }
-            case "targets": targetsNode = value
+            case "targets": targetsNode = node
             default: break
             }
         }
@@ -187,14 +167,12 @@ public struct AgentConfiguration: Sendable {
                     }
                     try choose(.unit(TargetSpec.normalizedUnitName(name)))
                 case "name": target.name = try string(value, key)
-                case "threshold": target.threshold = try duration(value, key, minimum: 0.01)
-                case "launch-threshold":
-                    let text = try string(value, key)
-                    target.launchThreshold = text.lowercased() == "off" ? .infinity : try duration(value, key, minimum: 0.01)
-                case "kill-after": target.killAfter = try duration(value, key, minimum: 0.01)
-                case "idle-syscalls": target.extraIdleSyscalls = try syscalls(value, key)
-                case "idle-frames": target.idleFramePatterns = try list(value, key).map(\.0)
-                case "busy-frames": target.busyFramePatterns = try list(value, key).map(\.0)
+                case Settings.threshold.configKey: target.threshold = try seconds(Settings.threshold, value)
+                case Settings.launchThreshold.configKey: target.launchThreshold = try seconds(Settings.launchThreshold, value)
+                case Settings.killAfter.configKey: target.killAfter = try seconds(Settings.killAfter, value)
+                case Settings.idleSyscalls.configKey: target.extraIdleSyscalls = Set(try values(Settings.idleSyscalls, value).map(\.number))
+                case Settings.idleFrames.configKey: target.idleFramePatterns = try values(Settings.idleFrames, value)
+                case Settings.busyFrames.configKey: target.busyFramePatterns = try values(Settings.busyFrames, value)
                 case "processes":
                     let text = try string(value, key)
                     guard let processes = TargetSpec.Processes(rawValue: text) else {
