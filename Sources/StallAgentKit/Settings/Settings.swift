@@ -44,7 +44,7 @@ public enum Settings {
 
     public static let loopTurns = Setting<LoopTurnMode>(
         flag: "loop-turns", configKey: "loop-turns", valueName: "auto|kernel-counter|stack-rule",
-        help: "What tells the agent the event loop turned, ending a busy stretch even when the thread is never seen asleep (a saturated server): 'auto' uses the LD_PRELOAD loop probe when the target has it, else per-thread kernel counters on the idle-wait syscall tracepoints (needs root or CAP_PERFMON; tracefs is mounted when missing), else the stack rule, said once on stderr and in every report. 'kernel-counter' fails when the counters are refused. 'stack-rule': a stall needs a frame outside the loop's own frames in every sample for the threshold; it cannot tell two requests served back to back through the same frame, nor work inside an interpreter's eval loop.",
+        help: "What tells the agent the event loop turned, ending a busy stretch even when the thread is never seen asleep (a saturated server): 'auto' uses the LD_PRELOAD loop probe when the target has it, else per-thread kernel counters on the idle-wait syscall tracepoints, opened once the loop is first seen idle or half a threshold into a busy stretch (they slow every system call of the thread; needs root or CAP_PERFMON; tracefs is mounted when missing), else the stack rule, said once on stderr and in every report. 'kernel-counter' fails when the counters are refused. 'stack-rule': a stall needs a frame outside the loop's own frames in every sample for the threshold; it cannot tell two requests served back to back through the same frame, nor work inside an interpreter's eval loop.",
         default: .auto)
 
     // MARK: Capture

@@ -57,7 +57,10 @@ import Glibc
         let object = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: dir + "/" + json))) as? [String: Any]
         #expect(object?["ongoing"] as? Bool == false)
         #expect(object?["ending"] as? String == "monitoringStopped")
-        #expect((object?["reason"] as? [String: Any])?["code"] as? String == "0x8badf00d")
+        // A spin on a loaded machine (load above the core count) waits on the run queue longer
+        // than it runs: starved, rightly.
+        let code = (object?["reason"] as? [String: Any])?["code"] as? String
+        #expect(code == "0x8badf00d" || code == "0xc00010ff", "\(code ?? "nil")")
         #expect(fixture.process.isRunning)
         #expect(fixture.procStatus?.tracer == 0)
     }
