@@ -21,28 +21,33 @@ public struct Setting<Value: SettingValue>: Sendable {
         flag: String?, configKey: String?, valueName: String, help: String, default defaultValue: Value? = nil,
         off: Value? = nil
     ) {
-        self.flag = flag
-        self.configKey = configKey
-        self.valueName = valueName
-        self.help = help
-        self.defaultValue = defaultValue
-        self.off = off
-        self.rangeDescription = nil
-        self.isAllowed = { _ in true }
+        self.init(
+            flag: flag, configKey: configKey, valueName: valueName, help: help, default: defaultValue, off: off,
+            rangeDescription: nil, isAllowed: { _ in true })
     }
 
     public init(
         flag: String?, configKey: String?, valueName: String, help: String, default defaultValue: Value? = nil,
         off: Value? = nil, range: ClosedRange<Value>
     ) where Value: Comparable {
+        self.init(
+            flag: flag, configKey: configKey, valueName: valueName, help: help, default: defaultValue, off: off,
+            rangeDescription: "\(range.lowerBound.settingText) to \(range.upperBound.settingText)",
+            isAllowed: { range.contains($0) })
+    }
+
+    private init(
+        flag: String?, configKey: String?, valueName: String, help: String, default defaultValue: Value?, off: Value?,
+        rangeDescription: String?, isAllowed: @escaping @Sendable (Value) -> Bool
+    ) {
         self.flag = flag
         self.configKey = configKey
         self.valueName = valueName
         self.help = help
         self.defaultValue = defaultValue
         self.off = off
-        self.rangeDescription = "\(range.lowerBound.settingText) to \(range.upperBound.settingText)"
-        self.isAllowed = { range.contains($0) }
+        self.rangeDescription = rangeDescription
+        self.isAllowed = isAllowed
     }
 
     /// How the setting is named in messages and tables: its flag, else its key.
