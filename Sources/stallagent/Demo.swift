@@ -23,6 +23,8 @@ struct Demo: ParsableCommand {
 
     func run() throws {
         try runReportingErrors {
+            // First: every thread the agent starts must inherit the mask.
+            try StopRequest.install()
             let me = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
             let fixturesPath = fixtures ?? me.deletingLastPathComponent().appendingPathComponent("stall-fixtures").path
             guard FileManager.default.isExecutableFile(atPath: fixturesPath) else {
@@ -54,7 +56,6 @@ struct Demo: ParsableCommand {
             usleep(100_000)
             var options = MonitorOptions()
             options.reportDirectory = reportDir
-            StopRequest.install()
             let monitor = try StallMonitor(pid: process.pid, options: options, log: { FileHandleOutput.standardError($0 + "\n") })
             let summary = watchAndSummarize(monitor)
             if let first = summary.stalls.compactMap(\.reportPath).first {

@@ -7,6 +7,7 @@
 
 #include "safe_file.h"
 #include "sigbus_guard.h"
+#include "signal_inbox.h"
 #include "perf_waker.h"
 #include "perf_stack_sampler.h"
 
