@@ -21,9 +21,26 @@ pid_t sa_gettid(void) { return (pid_t)syscall(SYS_gettid); }
 int sa_tgkill(pid_t tgid, pid_t tid, int sig) { return (int)syscall(SYS_tgkill, tgid, tid, sig); }
 
 int sa_spawn(const char *path, char *const argv[], char *const envp[], int new_group, pid_t *pid) {
-  posix_spawnattr_t attr;
-  int rc = posix_spawnattr_init(&attr);
+  const int inherit[3] = {-1, -1, -1};
+  return sa_spawn_stdio(path, argv, envp, new_group, inherit, pid);
+}
+
+int sa_spawn_stdio(const char *path, char *const argv[], char *const envp[], int new_group,
+                   const int stdio[3], pid_t *pid) {
+  posix_spawn_file_actions_t actions;
+  int rc = posix_spawn_file_actions_init(&actions);
   if (rc != 0) return rc;
+  for (int target = 0; target < 3 && rc == 0; target++) {
+    if (stdio[target] >= 0) rc = posix_spawn_file_actions_adddup2(&actions, stdio[target], target);
+  }
+  posix_spawnattr_t attr;
+  if (rc == 0) rc = posix_spawnattr_init(&attr);
+  if (rc != 0) {
+    posix_spawn_file_actions_destroy(&actions);
+    return rc;
+  }
+  // Not the agent's mask or actions: it blocks the signals it reads from a signalfd and
+  // ignores SIGPIPE; a child with SIGTERM blocked could not be stopped by it.
   sigset_t none, all;
   sigemptyset(&none);
   sigfillset(&all);
@@ -36,13 +53,16 @@ int sa_spawn(const char *path, char *const argv[], char *const envp[], int new_g
   }
   posix_spawnattr_setflags(&attr, flags);
   if (strchr(path, '/') != NULL) {
-    rc = posix_spawn(pid, path, NULL, &attr, argv, envp);
+    rc = posix_spawn(pid, path, &actions, &attr, argv, envp);
   } else {
-    rc = posix_spawnp(pid, path, NULL, &attr, argv, envp);
+    rc = posix_spawnp(pid, path, &actions, &attr, argv, envp);
   }
   posix_spawnattr_destroy(&attr);
+  posix_spawn_file_actions_destroy(&actions);
   return rc;
 }
+
+int sa_pipe_cloexec(int fds[2]) { return pipe2(fds, O_CLOEXEC); }
 
 int sa_set_child_subreaper(void) { return prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); }
 

@@ -23,23 +23,27 @@ struct Demo: ParsableCommand {
 
     func run() throws {
         try runReportingErrors {
+            // First: every thread the agent starts must inherit the mask.
+            try StopRequest.install()
             let me = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
             let fixturesPath = fixtures ?? me.deletingLastPathComponent().appendingPathComponent("stall-fixtures").path
             guard FileManager.default.isExecutableFile(atPath: fixturesPath) else {
                 throw StallAgentError.invalidArgument("demo: the bundled stall-fixtures program is missing at \(fixturesPath); build it with `swift build`")
             }
             let script = "spin:1.5,sleep:1.2,mutex:1.2,pipe:1.2,io:1.2,starve:1.5,short:1.5"
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: fixturesPath)
-            process.arguments = ["loop", "--script", script, "--gap", "1", "--exit-when-done"]
-            process.standardOutput = FileHandle.nullDevice
-            try process.run()
+            let null = open("/dev/null", O_WRONLY | O_CLOEXEC)
+            // A group of its own: Ctrl-C stops the watch, which then ends the fixture; the
+            // fixture dying of it first would end a stall in progress as "died".
+            let process = try ChildProcess.spawn(
+                fixturesPath, ["loop", "--script", script, "--gap", "1", "--exit-when-done"], stdout: null, newGroup: true)
+            if null >= 0 { close(null) }
             defer {
-                if process.isRunning { Glibc.kill(process.processIdentifier, SIGKILL) }
-                process.waitUntilExit()
+                // Gone already when it finished its script: then only reaped.
+                Glibc.kill(process.pid, SIGKILL)
+                process.wait()
             }
             FileHandleOutput.standardError("""
-                stallagent demo: started stall-fixtures [\(process.processIdentifier)], an event loop that will stall:
+                stallagent demo: started stall-fixtures [\(process.pid)], an event loop that will stall:
                   1.5 s on CPU (busy_compute)        → 0x8badf00d hang
                   1.2 s in nanosleep (blocking_sleep) → 0xbaadca11 blocked
                   1.2 s on a mutex (lock_contention)  → 0xdead10cc lock, owner thread named
@@ -52,8 +56,7 @@ struct Demo: ParsableCommand {
             usleep(100_000)
             var options = MonitorOptions()
             options.reportDirectory = reportDir
-            StopRequest.install()
-            let monitor = try StallMonitor(pid: process.processIdentifier, options: options, log: { FileHandleOutput.standardError($0 + "\n") })
+            let monitor = try StallMonitor(pid: process.pid, options: options, log: { FileHandleOutput.standardError($0 + "\n") })
             let summary = watchAndSummarize(monitor)
             if let first = summary.stalls.compactMap(\.reportPath).first {
                 FileHandleOutput.standardError("\nRead one: less \(first)   (JSON beside it; folded stacks for flamegraph.pl)\n")

@@ -173,8 +173,9 @@ struct Watch: ParsableCommand {
 
     func run() throws {
         try runReportingErrors {
+            // First: every thread the agent starts (the metrics listener) must inherit the mask.
+            try StopRequest.install()
             let configuration = try agentConfiguration()
-            StopRequest.install()
             let agent = try HostAgent(configuration: configuration, log: { FileHandleOutput.standardError($0 + "\n") })
             _ = try agent.run(duration: configuration.monitor.duration)
         }

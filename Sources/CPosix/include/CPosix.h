@@ -7,6 +7,7 @@
 
 #include "safe_file.h"
 #include "sigbus_guard.h"
+#include "signal_inbox.h"
 #include "perf_waker.h"
 #include "perf_stack_sampler.h"
 
@@ -23,6 +24,14 @@ int sa_tgkill(pid_t tgid, pid_t tid, int sig);
 /// With `new_group` nonzero the child leads a process group of its own (POSIX_SPAWN_SETPGROUP).
 /// Returns 0 and sets *pid, or an errno (ENOENT: not found; EACCES/ENOEXEC: not executable).
 int sa_spawn(const char *path, char *const argv[], char *const envp[], int new_group, pid_t *pid);
+
+/// sa_spawn with the child's stdin, stdout and stderr taken from `stdio[0..2]` (dup2'd in
+/// the child; -1 leaves that one inherited).
+int sa_spawn_stdio(const char *path, char *const argv[], char *const envp[], int new_group,
+                   const int stdio[3], pid_t *pid);
+
+/// pipe2(O_CLOEXEC): a child spawned by another thread meanwhile does not inherit it.
+int sa_pipe_cloexec(int fds[2]);
 
 /// prctl(PR_SET_CHILD_SUBREAPER, 1): orphaned descendants are re-parented to us, not init,
 /// so a wrapper can watch and reap them.

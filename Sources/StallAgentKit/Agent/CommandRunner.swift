@@ -110,25 +110,15 @@ public final class CommandRunner {
 
     /// Runs to completion and says how the run ended.
     public func run() throws -> RunOutcome {
+        // First: every thread the run starts must inherit the blocked signals.
+        try ForwardedSignals.install()
         // Fail on an unusable report directory before starting anything.
         _ = try ReportWriter(directory: options.monitor.reportDirectory)
         _ = sa_set_child_subreaper()
-        ForwardedSignals.install()
         // The command's status must survive a reader that went away (`stallagent -- t | head`):
         // a late annotation or summary line gets EPIPE instead of killing the agent. The
         // command gets SIGPIPE's default back (sa_spawn resets every signal).
         signal(SIGPIPE, SIG_IGN)
-        // The run loop sleeps a probe interval (~10 ms) at a time: without a handler SIGCHLD is
-        // ignored, and the command's exit was noticed up to a probe interval late — a wrapped
-        // run lasted that much longer (5 ms on average, every run). An empty handler cuts the
-        // sleep short (nanosleep returns EINTR whatever SA_RESTART says; other calls restart).
-        // SA_NOCLDSTOP: no SIGCHLD for stops, the captures' ptrace stops included. The command
-        // gets the default back (sa_spawn resets every signal).
-        var wake = sigaction()
-        wake.__sigaction_handler.sa_handler = { _ in }
-        sigemptyset(&wake.sa_mask)
-        wake.sa_flags = SA_RESTART | SA_NOCLDSTOP
-        sigaction(SIGCHLD, &wake, nil)
         ownGroup = CommandRunner.commandGetsOwnGroup
         child = try spawn()
         let start = MonotonicTime.seconds()

@@ -2,8 +2,8 @@
 import Glibc
 #endif
 
-/// Signals the wrapper passes on to the command, each exactly once. Handlers only record
-/// them; the run loop forwards.
+/// Signals the wrapper passes on to the command, each exactly once. They are queued to the
+/// `SignalInbox`; the run loop takes and forwards them.
 ///
 /// Where a signal may already have reached the command depends on the process group:
 /// - With a controlling terminal the command stays in the agent's process group, so job
@@ -19,74 +19,33 @@ public enum ForwardedSignals {
     /// so a shell stops its loop on Ctrl-C, as it would without the wrapper.
     public static let fatal: Set<Int32> = [SIGINT, SIGTERM, SIGHUP]
 
-    /// Three flags per handled signal: pending from a process, pending from the terminal,
-    /// ever received. Allocated before any handler is installed; handlers only store.
-    nonisolated(unsafe) private static let flags: UnsafeMutablePointer<sig_atomic_t> = {
-        let pointer = UnsafeMutablePointer<sig_atomic_t>.allocate(capacity: 18)
-        pointer.initialize(repeating: 0, count: 18)
-        return pointer
-    }()
-
-    /// Index of a handled signal; a switch, not an array search, because it runs in the handler.
-    private static func slot(_ sig: Int32) -> Int? {
-        switch sig {
-        case SIGINT: return 0
-        case SIGTERM: return 1
-        case SIGHUP: return 2
-        case SIGQUIT: return 3
-        case SIGUSR1: return 4
-        case SIGUSR2: return 5
-        default: return nil
-        }
+    /// Opens the inbox for the forwarded signals and SIGCHLD, which wakes the run loop the
+    /// moment a child exits instead of at its next probe. Before any thread is started.
+    public static func install() throws {
+        // SA_NOCLDSTOP: no SIGCHLD for stops, the captures' ptrace stops included (the kernel
+        // reads the flag whatever the action). SIG_DFL, not SIG_IGN: ignoring SIGCHLD would
+        // make the kernel reap the children whose status the wrapper reports.
+        var action = sigaction()
+        action.__sigaction_handler.sa_handler = SIG_DFL
+        sigemptyset(&action.sa_mask)
+        action.sa_flags = SA_NOCLDSTOP
+        sigaction(SIGCHLD, &action, nil)
+        try SignalInbox.open(handled + [SIGCHLD])
     }
 
-    public static func install() {
-        _ = flags
-        var mask = sigset_t()
-        sigemptyset(&mask)
-        for sig in handled { sigaddset(&mask, sig) }
-        pthread_sigmask(SIG_UNBLOCK, &mask, nil)
-        for sig in handled {
-            var action = sigaction()
-            action.__sigaction_handler.sa_sigaction = { number, info, _ in
-                guard let slot = ForwardedSignals.slot(number) else { return }
-                let fromTerminal = info.map { $0.pointee.si_code == 0x80 } ?? false
-                ForwardedSignals.flags[(fromTerminal ? 6 : 0) + slot] = 1
-                ForwardedSignals.flags[12 + slot] = 1
-            }
-            sigemptyset(&action.sa_mask)
-            action.sa_flags = SA_SIGINFO | SA_RESTART
-            sigaction(sig, &action, nil)
-        }
-    }
-
-    /// Signals received since the last call, and whether the terminal generated them.
+    /// Signals to forward received since the last call, and whether the terminal generated
+    /// them. Takes SIGCHLD from the inbox too: it only wakes the loop.
     public static func take() -> [(signal: Int32, fromTerminal: Bool)] {
-        var result: [(Int32, Bool)] = []
-        for sig in handled {
-            guard let slot = slot(sig) else { continue }
-            for (offset, fromTerminal) in [(0, false), (6, true)] where flags[offset + slot] != 0 {
-                flags[offset + slot] = 0
-                result.append((sig, fromTerminal))
-            }
-        }
-        return result
+        SignalInbox.take().filter { $0.signal != SIGCHLD }.map { ($0.signal, $0.fromTerminal) }
     }
 
     /// Whether the agent has received `sig` since `install()`.
     public static func received(_ sig: Int32) -> Bool {
-        slot(sig).map { flags[12 + $0] != 0 } ?? false
+        SignalInbox.hasReceived(sig)
     }
 
-    /// Ends the agent by `sig` with its default action, as a shell expects of a program
-    /// interrupted by it; exits 128 + `sig` if the signal does not end the process.
+    /// Ends the agent by `sig` with its default action (see `SignalInbox.die(of:)`).
     public static func die(of sig: Int32) -> Never {
-        signal(sig, SIG_DFL)
-        var mask = sigset_t()
-        sigemptyset(&mask)
-        sigaddset(&mask, sig)
-        pthread_sigmask(SIG_UNBLOCK, &mask, nil)
-        raise(sig)
-        exit(128 + sig)
+        SignalInbox.die(of: sig)
     }
 }

@@ -261,8 +261,8 @@ public final class StallMonitor {
     static func sleep(until deadline: Double, interval: Double) -> Double {
         let wait = deadline - MonotonicTime.seconds()
         if wait > 0 {
-            var ts = timespec(tv_sec: Int(wait), tv_nsec: Int((wait - Double(Int(wait))) * 1e9))
-            nanosleep(&ts, nil)
+            // Cut short by a signal for the loop (a stop, the wrapped command's exit).
+            SignalInbox.sleep(wait)
         } else if wait < -interval * 5 {
             return MonotonicTime.seconds()
         }

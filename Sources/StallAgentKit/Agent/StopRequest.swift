@@ -2,31 +2,22 @@
 import Glibc
 #endif
 
-/// SIGINT/SIGTERM ask the monitor loop to finish: open reports are finalised and the target
-/// detached before exiting. A flag polled by the loop, set from an async-signal-safe handler.
+/// SIGINT/SIGTERM/SIGHUP ask the monitor loop to finish: open reports are finalised and the
+/// target detached before exiting. The signals are queued to the `SignalInbox`, which the
+/// loop reads.
 public enum StopRequest {
-    nonisolated(unsafe) static var requested: sig_atomic_t = 0
-    nonisolated(unsafe) static var signalNumber: sig_atomic_t = 0
+    public static var isRequested: Bool {
+        _ = SignalInbox.take()
+        return SignalInbox.firstReceived != nil
+    }
 
-    public static var isRequested: Bool { requested != 0 }
-    public static var signal: Int32 { signalNumber }
+    /// The signal that asked for the stop, 0 before one did.
+    public static var signal: Int32 { SignalInbox.firstReceived ?? 0 }
 
-    public static func install(signals: [Int32] = [SIGINT, SIGTERM, SIGHUP]) {
-        // A parent may have started us with these blocked (test runners, some supervisors);
-        // a blocked SIGTERM would never reach the handler and the watch could not be stopped.
-        var mask = sigset_t()
-        sigemptyset(&mask)
-        for sig in signals { sigaddset(&mask, sig) }
-        pthread_sigmask(SIG_UNBLOCK, &mask, nil)
-        for sig in signals {
-            var action = sigaction()
-            action.__sigaction_handler.sa_handler = { number in
-                StopRequest.signalNumber = number
-                StopRequest.requested = 1
-            }
-            sigemptyset(&action.sa_mask)
-            action.sa_flags = 0
-            sigaction(sig, &action, nil)
-        }
+    /// Opens the inbox for the stop signals; before any thread is started. Also when a parent
+    /// started us with them blocked (test runners, some supervisors): they are read, not
+    /// delivered, either way.
+    public static func install(signals: [Int32] = [SIGINT, SIGTERM, SIGHUP]) throws {
+        try SignalInbox.open(signals)
     }
 }

@@ -209,6 +209,8 @@ public final class HostAgent {
             armed.append(monitor)
             fds.append(pollfd(fd: fd, events: Int16(POLLIN), revents: 0))
         }
+        // A stop signal ends the sleep at once, not at the next housekeeping second.
+        if let inbox = SignalInbox.descriptor { fds.append(pollfd(fd: inbox, events: Int16(POLLIN), revents: 0)) }
         var timeout = 1.0
         if let duration { timeout = min(timeout, start + duration - now) }
         if let due = notifier.nextPingDue { timeout = min(timeout, due - now) }

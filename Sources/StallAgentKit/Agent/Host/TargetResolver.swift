@@ -120,26 +120,19 @@ public final class TargetResolver {
     /// the watchdog and socket-activation variables: systemctl is a child of a Type=notify
     /// service, and one that fails would otherwise report its errno to systemd as the agent's.
     func resolveWithSystemctl(_ unit: String) -> Resolution {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = [systemctl, "show", "--property=MainPID,ActiveState,LoadState", "--", unit]
-        process.environment = ServiceNotifier.childEnvironment(environment)
-        let output = Pipe()
-        let errors = Pipe()
-        process.standardOutput = output
-        process.standardError = errors
-        process.standardInput = FileHandle.nullDevice
-        do { try process.run() } catch {
-            return .notRunning("cannot run \(systemctl): \(error.localizedDescription)")
+        let result: (status: Int32, stdout: String, stderr: String)
+        do {
+            result = try ChildProcess.run(
+                "/usr/bin/env", [systemctl, "show", "--property=MainPID,ActiveState,LoadState", "--", unit],
+                environment: ServiceNotifier.childEnvironment(environment))
+        } catch {
+            return .notRunning("cannot run \(systemctl): \(error)")
         }
-        let outText = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        let errText = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else {
-            let first = errText.split(separator: "\n").first.map(String.init) ?? "exit status \(process.terminationStatus)"
+        guard result.status == 0 else {
+            let first = result.stderr.split(separator: "\n").first.map(String.init) ?? "exit status \(result.status)"
             return .notRunning("no cgroup hierarchy to read, and \(systemctl) show \(unit) failed: \(first)")
         }
-        return TargetResolver.parseUnitProperties(outText, unit: unit)
+        return TargetResolver.parseUnitProperties(result.stdout, unit: unit)
     }
 
     /// Reads `systemctl show` output (KEY=VALUE lines).
