@@ -1,7 +1,13 @@
 /* perf_event users of the agent that read an mmap'd ring: the loop waker and the stack
  * sampler. (The loop-turn counters only count: posix_shim.c.) */
 #include "perf_stack_sampler.h"
+#include "perf_release.h"
 #include "perf_waker.h"
+#include <dirent.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/prctl.h>
 #include <errno.h>
 #include <linux/perf_event.h>
 #include <string.h>
@@ -175,4 +181,79 @@ int sa_perf_stack_sampler_latest(void *ring, size_t ring_bytes, uint64_t regs[SA
   }
   __atomic_store_n(&meta->data_tail, head, __ATOMIC_RELEASE);
   return result;
+}
+
+/* ---- release without waiting ------------------------------------------------------- */
+
+int sa_perf_tracepoint_anchor(uint64_t config)
+{
+    struct perf_event_attr attr;
+    memset(&attr, 0, sizeof attr);
+    attr.size = sizeof attr;
+    attr.type = PERF_TYPE_TRACEPOINT;
+    attr.config = config;
+    attr.disabled = 1;
+    // CPU-wide, so it belongs to no task: one on the agent's own thread made the agent's exit
+    // tear it down (~65 ms). Per-thread on ourselves where CPU-wide events are refused.
+    int fd = (int)syscall(SYS_perf_event_open, &attr, -1, 0, -1, PERF_FLAG_FD_CLOEXEC);
+    return fd >= 0 ? fd : (int)syscall(SYS_perf_event_open, &attr, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
+}
+
+void sa_perf_release_in_background(void)
+{
+    enum { capacity = 1024 };
+    int keep[capacity];
+    size_t count = 0;
+    DIR *dir = opendir("/proc/self/fd");
+    if (dir == NULL)
+        return;
+    struct dirent *entry;
+    while ((entry = readdir(dir)) != NULL && count < capacity) {
+        char path[64], target[64];
+        snprintf(path, sizeof path, "/proc/self/fd/%s", entry->d_name);
+        ssize_t n = readlink(path, target, sizeof target - 1);
+        if (n <= 0)
+            continue;
+        target[n] = 0;
+        if (strcmp(target, "anon_inode:[perf_event]") == 0)
+            keep[count++] = atoi(entry->d_name);
+    }
+    closedir(dir);
+    if (count == 0)
+        return;
+    for (size_t i = 1; i < count; i++)
+        for (size_t j = i; j > 0 && keep[j - 1] > keep[j]; j--) {
+            int t = keep[j];
+            keep[j] = keep[j - 1];
+            keep[j - 1] = t;
+        }
+    // The child must outlive us: were its references dropped first, ours would be the last
+    // after all. A pidfd polls readable once we have exited, our descriptors released.
+    int self = (int)syscall(SYS_pidfd_open, getpid(), 0);
+    if (self < 0)
+        return;
+    if (count < capacity)
+        keep[count++] = self;
+    for (size_t j = count - 1; j > 0 && keep[j - 1] > keep[j]; j--) {
+        int t = keep[j];
+        keep[j] = keep[j - 1];
+        keep[j - 1] = t;
+    }
+    pid_t child = fork();
+    if (child != 0) {
+        close(self);
+        return;
+    }
+    // The child: async-signal-safe calls only (the parent may have other threads).
+    prctl(PR_SET_NAME, "stallagent-rel", 0, 0, 0);
+    unsigned int next = 0;
+    for (size_t i = 0; i < count; i++) {
+        if ((unsigned int)keep[i] > next)
+            syscall(SYS_close_range, next, (unsigned int)keep[i] - 1, 0u);
+        next = (unsigned int)keep[i] + 1;
+    }
+    syscall(SYS_close_range, next, ~0u, 0u);
+    struct pollfd parent = {.fd = self, .events = POLLIN};
+    poll(&parent, 1, 10000);
+    _exit(0);
 }

@@ -9,6 +9,7 @@
 #include "sigbus_guard.h"
 #include "signal_inbox.h"
 #include "perf_waker.h"
+#include "perf_release.h"
 #include "perf_stack_sampler.h"
 
 // POSIX and Linux calls Swift cannot make directly (variadic, macro-only or missing from the

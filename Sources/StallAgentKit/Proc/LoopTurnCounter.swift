@@ -44,6 +44,7 @@ public final class LoopTurnCounter {
 
     public init(tid: Int32) throws {
         let ids = try LoopTurnCounter.tracepointIDs()
+        TracepointAnchors.hold(ids.map(\.1))
         var fds: [Int32] = []
         var counted: [String] = []
         for (name, id) in ids {

@@ -19,6 +19,7 @@ public final class LoopWaker {
 
     public init(tid: Int32) throws {
         let id = try LoopWaker.exitTracepointID()
+        TracepointAnchors.hold([id])
         var ring: UnsafeMutableRawPointer?
         let fd = sa_perf_waker_open(id, tid, &ring)
         if fd < 0 {

@@ -200,6 +200,35 @@ import Glibc
         #expect(opened + gone == 200)
     }
 
+    /// Closing a tracepoint's last perf event waits for an RCU grace period (~40 ms here): an
+    /// agent that held the loop counters and the waker (9 tracepoints) took ~0.35 s to exit,
+    /// and its loop stood still as long whenever a watched process ended. Anchored tracepoints
+    /// and a child that releases them after the agent is gone bring the stop to a few ms. The
+    /// best of three stops must stay below one grace period per tracepoint.
+    @Test(.enabled(if: geteuid() == 0 && (try? LoopWaker.exitTracepointID()) != nil))
+    func anAgentHoldingCountersStopsWithoutWaitingForTheirRelease() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("stallagent-test-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let fixture = try FixtureProcess(["idle"])
+        var best = Double.infinity
+        for _ in 0..<3 {
+            let agent = Process()
+            agent.executableURL = FixtureProcess.stallagentURL
+            agent.arguments = ["--pid", "\(fixture.pid)", "--report-dir", dir]
+            agent.standardOutput = FileHandle.nullDevice
+            agent.standardError = FileHandle.nullDevice
+            try agent.run()
+            // Counters open at the first idle probe, the waker once the wait has settled.
+            usleep(1_500_000)
+            let start = MonotonicTime.seconds()
+            kill(agent.processIdentifier, SIGTERM)
+            agent.waitUntilExit()
+            best = min(best, MonotonicTime.seconds() - start)
+            #expect(agent.terminationStatus == 0)
+        }
+        #expect(best < 0.2, "best stop took \(best) s")
+    }
+
     /// With the kernel's events available, an agent watching an idle loop sleeps until the
     /// thread leaves its wait (issue 14): a handful of wake-ups a second for housekeeping, not
     /// one per 10 ms probe; the target still sees no EINTR; and a stall that starts after a
