@@ -122,10 +122,9 @@ public final class CommandRunner {
         ownGroup = CommandRunner.commandGetsOwnGroup
         child = try spawn()
         let start = MonotonicTime.seconds()
-        var nextProbe = start
         var nextDiscovery = start
         var terminateSentAt: Double?
-        var random = JitterGenerator(seed: UInt64(truncatingIfNeeded: start.bitPattern) ^ UInt64(child))
+        var pacer = ProbePacer(interval: options.monitor.probeInterval, start: start, seed: UInt64(child))
         while childStatus == nil || !monitors.isEmpty {
             let now = MonotonicTime.seconds()
             for (sig, fromTerminal) in ForwardedSignals.take() {
@@ -166,8 +165,7 @@ public final class CommandRunner {
                     terminateSentAt = .infinity
                 }
             }
-            nextProbe += options.monitor.probeInterval * Double.random(in: 0.8...1.2, using: &random)
-            nextProbe = StallMonitor.sleep(until: nextProbe, interval: options.monitor.probeInterval)
+            pacer.waitForNextRound()
         }
         // Reap what is left without waiting for it (a daemon the command started runs on).
         reapExited()

@@ -234,9 +234,7 @@ public final class StallMonitor {
     public func run() -> MonitorSummary {
         let start = MonotonicTime.seconds()
         begin(at: start)
-        var nextProbe = start
-        // SystemRandomNumberGenerator is a getrandom(2) call per draw; jitter needs no secrecy.
-        var random = JitterGenerator(seed: UInt64(truncatingIfNeeded: start.bitPattern) ^ UInt64(inspector.pid))
+        var pacer = ProbePacer(interval: options.probeInterval, start: start, seed: UInt64(inspector.pid))
         while true {
             let now = MonotonicTime.seconds()
             if StopRequest.isRequested {
@@ -249,25 +247,11 @@ public final class StallMonitor {
                 break
             }
             if !step(at: now) { break }
-            // Jitter keeps the probe from aliasing with the target's own periodic timers.
-            nextProbe += options.probeInterval * Double.random(in: 0.8...1.2, using: &random)
-            nextProbe = StallMonitor.sleep(until: nextProbe, interval: options.probeInterval)
+            pacer.waitForNextRound()
         }
         return end()
     }
 
-    /// Sleeps until `deadline`; returns the deadline to count the next one from (reset to now
-    /// when far behind, e.g. after a long capture, so probes do not burst).
-    static func sleep(until deadline: Double, interval: Double) -> Double {
-        let wait = deadline - MonotonicTime.seconds()
-        if wait > 0 {
-            // Cut short by a signal for the loop (a stop, the wrapped command's exit).
-            SignalInbox.sleep(wait)
-        } else if wait < -interval * 5 {
-            return MonotonicTime.seconds()
-        }
-        return deadline
-    }
 
     /// The file stem of the report of the stall in progress, which retention must not delete.
     public var openReportStem: String? {

@@ -146,9 +146,8 @@ public final class HostAgent {
         listener?.start()
         let start = MonotonicTime.seconds()
         notifier.ready(status: statusLine())
-        var nextProbe = start
-        var random = JitterGenerator(seed: UInt64(truncatingIfNeeded: start.bitPattern) ^ UInt64(getpid()))
-        let probeInterval = slots.map(\.options.probeInterval).min() ?? 0.01
+        var pacer = ProbePacer(
+            interval: slots.map(\.options.probeInterval).min() ?? 0.01, start: start, seed: UInt64(getpid()))
         var stoppedBy: Int32?
         while true {
             let now = MonotonicTime.seconds()
@@ -173,11 +172,10 @@ public final class HostAgent {
             // The loop got round every target: that is the progress the watchdog vouches for.
             notifier.progress(at: now)
             if sleepUntilAWatchedThreadWakes(start: start, duration: duration, now: now) {
-                nextProbe = MonotonicTime.seconds()
+                pacer.restart()
                 continue
             }
-            nextProbe += probeInterval * Double.random(in: 0.8...1.2, using: &random)
-            nextProbe = StallMonitor.sleep(until: nextProbe, interval: probeInterval)
+            pacer.waitForNextRound()
         }
         if let fatal { notifier.status("failed: \(fatal)") }
         notifier.stopping()
