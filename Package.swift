@@ -70,6 +70,12 @@ let package = Package(
             name: "stall-fixtures",
             cSettings: [.unsafeFlags(["-O1", "-g", "-fno-omit-frame-pointer", "-fno-inline"])],
             linkerSettings: [.linkedLibrary("pthread")]),
+        // Pure and fast: the detector, reports, parsers, settings files; no process is started.
+        .testTarget(
+            name: "StallAgentKitUnitTests",
+            dependencies: ["StallAgentKit", "StallDetection"]),
+        // Against real processes under real ptrace (fixtures, the agent binary, real programs).
+        // Support/Shared links the unit target's report and detection scaffolding.
         .testTarget(
             name: "StallAgentKitTests",
             dependencies: ["StallAgentKit", "StallDetection", "CPosix", "stall-fixtures"],

@@ -1,0 +1,1 @@
+../../../StallAgentKitUnitTests/Detection/DetectionScenario.swift

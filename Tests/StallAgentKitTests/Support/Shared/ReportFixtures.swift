@@ -1,0 +1,1 @@
+../../../StallAgentKitUnitTests/Reports/ReportFixtures.swift
