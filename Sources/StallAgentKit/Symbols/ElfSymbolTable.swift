@@ -1,9 +1,15 @@
 import CLibelf
+import Synchronization
 
-/// Function symbols of one ELF file, sorted for binary search. `.symtab` is preferred; a
-/// stripped file has only `.dynsym`, which leaves out every static function: an address past
-/// the end of the symbol below it is not named after that symbol (see `lookup`).
-public struct ElfSymbolTable {
+/// Function symbols of one ELF file. `.symtab` is preferred; a stripped file has only
+/// `.dynsym`, which leaves out every static function: an address past the end of the symbol
+/// below it is not named after that symbol (see `lookup`).
+///
+/// Nothing is copied up front. The first lookups scan the symbol sections in place, as
+/// eu-stack does: a one-shot dump asks a handful of addresses, and sorting a large C++
+/// program's table (Node.js: 180 000 symbols) would be most of its time. A table asked more
+/// often (a watch) is sorted once, without names, for binary search.
+public final class ElfSymbolTable: @unchecked Sendable {
     public struct Match: Equatable, Sendable {
         public var name: String
         public var start: UInt64
@@ -12,10 +18,8 @@ public struct ElfSymbolTable {
         public var approximate: Bool
     }
 
-    /// One function, without its name: a large C++ program (Node.js: 180 000 symbols, 7 MB
-    /// of names) would cost tens of megabytes and most of a dump's time as Swift strings,
-    /// and touch every page of its string table, for the few names a stack needs. The name
-    /// stays in the string table and is read on lookup.
+    /// One function, without its name (7 MB of names in Node.js, as Swift strings tens of
+    /// megabytes): the name stays in the string table and is read on lookup.
     private struct Entry {
         var start: UInt64
         var size: UInt32
@@ -24,19 +28,29 @@ public struct ElfSymbolTable {
         var source: UInt16
     }
 
-    /// Where names are read from: the ELF files (kept open by the images that own this
-    /// table) and the string-table section of each symbol section.
-    private struct NameSource {
+    /// One symbol section, read in place: the ELF files are kept open by the images that own
+    /// this table.
+    private struct Source {
         var elf: OpaquePointer
+        var data: UnsafeMutablePointer<Elf_Data>
+        /// Raw native 64-bit records when libelf hands them over as in the file.
+        var records: UnsafeRawBufferPointer?
+        var count: Int
         var stringSection: Int
     }
 
-    private var entries: [Entry] = []
-    private var sources: [NameSource] = []
-    public private(set) var hasSymtab = false
+    private let sources: [Source]
+    public let hasSymtab: Bool
+    /// Lookups answered by scanning before the sorted table is built.
+    static let scansBeforeSorting = 16
+    private struct State {
+        var scans = 0
+        var sorted: [Entry]?
+    }
+    private let state = Mutex(State())
 
     /// Function symbols held, aliases included.
-    public var count: Int { entries.count }
+    public var count: Int { sortedEntries().count }
 
     /// Calls `body` for every defined symbol of `.symtab` and `.dynsym` with its name; stops
     /// when `body` returns false. For callers after one name (the table keeps names unread).
@@ -70,7 +84,8 @@ public struct ElfSymbolTable {
     /// file, or its MiniDebugInfo (which holds only what `.dynsym` lacks). The files must
     /// outlive the table (names are read from them on lookup).
     init(elfs: [OpaquePointer]) {
-        var entries: [Entry] = []
+        var sources: [Source] = []
+        var sawSymtab = false
         // Both tables are read: .symtab has the statics, .dynsym may add names .symtab lost.
         for elf in elfs {
             var section: OpaquePointer? = nil
@@ -81,61 +96,76 @@ public struct ElfSymbolTable {
                       sh.sh_type == UInt32(SHT_SYMTAB) || sh.sh_type == UInt32(SHT_DYNSYM),
                       sh.sh_entsize > 0, let data = elf_getdata(scn, nil), sources.count < Int(UInt16.max)
                 else { continue }
-                let fromSymtab = sh.sh_type == UInt32(SHT_SYMTAB)
-                let source = UInt16(sources.count)
-                sources.append(NameSource(elf: elf, stringSection: Int(sh.sh_link)))
                 // A corrupt sh_size must not make a billion-step loop: libelf's data is
                 // bounded by the file.
-                let count = min(sh.sh_size, UInt64(data.pointee.d_size)) / sh.sh_entsize
-                entries.reserveCapacity(entries.count + Int(min(count, 1 << 24)))
-                let total = Int(min(count, UInt64(Int32.max)))
-                func add(name: UInt32, info: UInt8, section: UInt16, value: UInt64, size: UInt64) {
-                    // Undefined symbols (imports) have no address in this file.
-                    guard section != 0 else { return }
-                    if fromSymtab { hasSymtab = true }
-                    // STT_FUNC and STT_GNU_IFUNC.
-                    let type = info & 0x0f
-                    guard type == 2 || type == 10, value != 0 else { return }
-                    entries.append(
-                        Entry(
-                            start: value, size: UInt32(clamping: size), nameOffset: name,
-                            order: UInt32(truncatingIfNeeded: entries.count), source: source))
-                }
+                let count = Int(min(min(sh.sh_size, UInt64(data.pointee.d_size)) / sh.sh_entsize, UInt64(Int32.max)))
+                // Entry 0 is the null symbol.
+                if sh.sh_type == UInt32(SHT_SYMTAB) && count > 1 { sawSymtab = true }
+                var records: UnsafeRawBufferPointer?
                 if let raw = data.pointee.d_buf, gelf_getclass(elf) == ELFCLASS64, sh.sh_entsize == 24,
                    data.pointee.d_type == ELF_T_SYM
                 {
-                    // libelf hands native 64-bit symbols over as they are in the file: read
-                    // them in place rather than one gelf_getsym call (and copy) each.
-                    let bytes = UnsafeRawBufferPointer(start: raw, count: total * 24)
-                    for offset in stride(from: 0, to: bytes.count, by: 24) {
-                        add(
-                            name: bytes.loadUnaligned(fromByteOffset: offset, as: UInt32.self),
-                            info: bytes[offset + 4],
-                            section: bytes.loadUnaligned(fromByteOffset: offset + 6, as: UInt16.self),
-                            value: bytes.loadUnaligned(fromByteOffset: offset + 8, as: UInt64.self),
-                            size: bytes.loadUnaligned(fromByteOffset: offset + 16, as: UInt64.self))
-                    }
-                } else {
-                    for index in 0..<total {
-                        var sym = GElf_Sym()
-                        guard gelf_getsym(data, Int32(index), &sym) != nil, sym.st_name <= UInt32.max else { continue }
-                        add(
-                            name: UInt32(sym.st_name), info: sym.st_info, section: sym.st_shndx, value: sym.st_value,
-                            size: sym.st_size)
-                    }
+                    records = UnsafeRawBufferPointer(start: raw, count: count * 24)
+                }
+                sources.append(Source(elf: elf, data: data, records: records, count: count, stringSection: Int(sh.sh_link)))
+            }
+        }
+        self.sources = sources
+        hasSymtab = sawSymtab
+    }
+
+    /// Calls `body` with every defined function symbol (STT_FUNC, STT_GNU_IFUNC) of every
+    /// source, in file order.
+    private func forEachFunction(_ body: (Entry) -> Void) {
+        var order: UInt32 = 0
+        for (sourceIndex, source) in sources.enumerated() {
+            func add(name: UInt32, info: UInt8, section: UInt16, value: UInt64, size: UInt64) {
+                // Undefined symbols (imports) have no address in this file.
+                let type = info & 0x0f
+                guard section != 0, type == 2 || type == 10, value != 0 else { return }
+                body(
+                    Entry(
+                        start: value, size: UInt32(clamping: size), nameOffset: name, order: order,
+                        source: UInt16(sourceIndex)))
+                order &+= 1
+            }
+            if let bytes = source.records {
+                // libelf hands native 64-bit symbols over as they are in the file: read them
+                // in place rather than one gelf_getsym call (and copy) each.
+                for offset in stride(from: 0, to: bytes.count, by: 24) {
+                    add(
+                        name: bytes.loadUnaligned(fromByteOffset: offset, as: UInt32.self), info: bytes[offset + 4],
+                        section: bytes.loadUnaligned(fromByteOffset: offset + 6, as: UInt16.self),
+                        value: bytes.loadUnaligned(fromByteOffset: offset + 8, as: UInt64.self),
+                        size: bytes.loadUnaligned(fromByteOffset: offset + 16, as: UInt64.self))
+                }
+            } else {
+                for index in 0..<source.count {
+                    var sym = GElf_Sym()
+                    guard gelf_getsym(source.data, Int32(index), &sym) != nil, sym.st_name <= UInt32.max else { continue }
+                    add(name: UInt32(sym.st_name), info: sym.st_info, section: sym.st_shndx, value: sym.st_value, size: sym.st_size)
                 }
             }
         }
-        // Aliases (and the copy of each export in both .dynsym and .symtab) share an
-        // address; the name among them is chosen on lookup, so building the table reads no
-        // name at all.
-        self.entries = Self.sortedByAddress(entries)
     }
 
-    /// By address, then file order. Where addresses fit in 44 bits and there are fewer than
-    /// 2^20 symbols (every real program), the two are packed into one integer: sorting plain
-    /// integers is several times faster than sorting structs with a closure, and a large C++
-    /// program's table is most of a dump's own time.
+    /// Every function by address, then file order; aliases (and the copy of each export in
+    /// both .dynsym and .symtab) are kept, the name among them is chosen on lookup.
+    private func sortedEntries() -> [Entry] {
+        state.withLock { state in
+            if let sorted = state.sorted { return sorted }
+            var entries: [Entry] = []
+            entries.reserveCapacity(sources.reduce(0) { $0 + $1.count })
+            forEachFunction { entries.append($0) }
+            let sorted = Self.sortedByAddress(entries)
+            state.sorted = sorted
+            return sorted
+        }
+    }
+
+    /// Where addresses fit in 44 bits and there are fewer than 2^20 symbols (every real
+    /// program), address and position are packed into one integer: sorting plain integers is
+    /// several times faster than sorting structs with a closure.
     private static func sortedByAddress(_ entries: [Entry]) -> [Entry] {
         let maxStart = entries.reduce(0) { max($0, $1.start) }
         guard maxStart < 1 << 44, entries.count < 1 << 20 else {
@@ -169,21 +199,44 @@ public struct ElfSymbolTable {
     /// a guess, marked approximate, and only with the full `.symtab`, where the next symbol
     /// is at least known to be the next function.
     public func lookup(_ address: UInt64) -> Match? {
-        let low = entries.countStarting(atOrBelow: address) { $0.start }
-        guard low > 0 else { return nil }
+        let sorted: [Entry]? = state.withLock { state in
+            if state.sorted != nil { return state.sorted }
+            state.scans += 1
+            return nil
+        }
+        // Aliases: every function starting at the highest start at or below the address.
+        var aliases: [Entry] = []
+        if let entries = sorted ?? (scans > Self.scansBeforeSorting ? sortedEntries() : nil) {
+            let low = entries.countStarting(atOrBelow: address) { $0.start }
+            guard low > 0 else { return nil }
+            var index = low - 1
+            let start = entries[index].start
+            while index >= 0 && entries[index].start == start {
+                aliases.append(entries[index])
+                index -= 1
+            }
+        } else {
+            var best: UInt64 = 0
+            forEachFunction { entry in
+                guard entry.start <= address, entry.start >= best else { return }
+                if entry.start > best {
+                    best = entry.start
+                    aliases.removeAll(keepingCapacity: true)
+                }
+                aliases.append(entry)
+            }
+        }
         // Among aliases: sized before unsized, then the preferred name, then file order.
         func rank(_ entry: Entry) -> (Int, Int, UInt32) { (entry.size == 0 ? 1 : 0, preference(entry), entry.order) }
-        var entry = entries[low - 1]
-        var index = low - 2
-        if index >= 0 && entries[index].start == entry.start {
+        guard var entry = aliases.first else { return nil }
+        if aliases.count > 1 {
             var best = rank(entry)
-            while index >= 0 && entries[index].start == entry.start {
-                let candidate = rank(entries[index])
-                if candidate < best {
-                    best = candidate
-                    entry = entries[index]
+            for candidate in aliases.dropFirst() {
+                let candidateRank = rank(candidate)
+                if candidateRank < best {
+                    best = candidateRank
+                    entry = candidate
                 }
-                index -= 1
             }
         }
         let offset = address - entry.start
@@ -195,4 +248,6 @@ public struct ElfSymbolTable {
         guard let name = namePointer(entry) else { return nil }
         return Match(name: String(cString: name), start: entry.start, offset: offset, approximate: entry.size == 0)
     }
+
+    private var scans: Int { state.withLock { $0.scans } }
 }
