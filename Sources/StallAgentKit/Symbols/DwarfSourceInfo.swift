@@ -19,14 +19,19 @@ final class DwarfSourceInfo {
     }
 
     private let image: ElfImage
+    /// What libdw reads: the file itself, or its inflated subset (see `DwarfSubset`).
+    private let dwarfImage: ElfImage
     private let dwarf: OpaquePointer
     private var units: [(start: UInt64, end: UInt64, die: Dwarf_Die)] = []
     private var fileTables: [UInt64: (files: OpaquePointer, count: Int)] = [:]
 
     /// Nil when libdw cannot read the file's DWARF (absent, corrupt, unsupported).
-    init?(image: ElfImage) {
-        guard let elf = image.elf, let dwarf = dwarf_begin_elf(elf, DWARF_C_READ, nil) else { return nil }
+    /// `subset: false` hands libdw the whole file (to check the subset against it).
+    init?(image: ElfImage, subset: Bool = true) {
+        let source = (subset ? DwarfSubset.image(from: image) : nil) ?? image
+        guard let elf = source.elf, let dwarf = dwarf_begin_elf(elf, DWARF_C_READ, nil) else { return nil }
         self.image = image
+        dwarfImage = source
         self.dwarf = dwarf
         indexUnits()
     }

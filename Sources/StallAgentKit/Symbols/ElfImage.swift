@@ -97,6 +97,12 @@ public final class ElfImage: @unchecked Sendable {
             path: path)
     }
 
+    /// Wraps an image built in memory; the image owns (and frees) the buffer, also when
+    /// this throws.
+    convenience init(adopting buffer: UnsafeMutableRawBufferPointer, path: String) throws {
+        try self.init(bytes: buffer, storage: .owned, path: path)
+    }
+
     private init(bytes: UnsafeMutableRawBufferPointer, storage: Storage, path: String) throws {
         self.bytes = bytes
         self.storage = storage

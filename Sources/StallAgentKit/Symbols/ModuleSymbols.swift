@@ -75,7 +75,7 @@ public final class ModuleSymbols: @unchecked Sendable {
 
     private func dwarf(_ loaded: inout Loaded) -> DwarfSourceInfo? {
         if let cached = loaded.dwarf { return cached }
-        let source = [debugImage, image].compactMap { $0 }.first(where: \.hasDebugInfo).flatMap(DwarfSourceInfo.init)
+        let source = [debugImage, image].compactMap { $0 }.first(where: \.hasDebugInfo).flatMap { DwarfSourceInfo(image: $0) }
         loaded.dwarf = .some(source)
         return source
     }

@@ -79,6 +79,44 @@ import Glibc
         #expect(actual == expected)
     }
 
+    /// Compressed DWARF (as Debian's debug packages ship it) is read through `DwarfSubset`:
+    /// the same names, lines and inlined frames as the plain build.
+    @Test func compressedDebugSectionsMatchUnstripped() throws {
+        let fixture = try Self.fixture.get()
+        let compressed = fixture.directory.appendingPathComponent("debuginfo-gz")
+        try? FileManager.default.removeItem(at: compressed)
+        try NativeFixture.run("objcopy", ["--compress-debug-sections=zlib", fixture.unstripped.path, compressed.path])
+        let image = try ElfImage(path: compressed.path)
+        #expect(DwarfSubset.image(from: image) != nil, "the fixture's DWARF was not compressed")
+        let expected = summary(try moduleFrames(fixture.unstripped))
+        #expect(summary(try moduleFrames(compressed)) == expected)
+    }
+
+    /// The subset gives libdw what it reads for lines and inlines: over libc's code, every
+    /// lookup through it equals one through the whole (compressed) debug file.
+    @Test func libcDwarfSubsetAnswersLikeTheWholeFile() throws {
+        let libc = "/usr/lib/x86_64-linux-gnu/libc.so.6"
+        let image = try ElfImage(path: libc)
+        let buildID = try #require(image.buildID)
+        let debugPath = "/usr/lib/debug/.build-id/\(buildID.prefix(2))/\(buildID.dropFirst(2)).debug"
+        guard FileManager.default.fileExists(atPath: debugPath) else { return }
+        let debug = try ElfImage(path: debugPath)
+        let subset = try #require(DwarfSourceInfo(image: debug))
+        let whole = try #require(DwarfSourceInfo(image: debug, subset: false))
+        let text = try #require(image.segments.filter(\.executable).max { $0.memorySize < $1.memorySize })
+        var generator = SplitMix64(seed: 14)
+        var withLines = 0
+        for _ in 0..<400 {
+            let address = text.virtualAddress + UInt64.random(in: 0..<text.memorySize, using: &generator)
+            let a = subset.locate(address)
+            let b = whole.locate(address)
+            #expect(a?.file == b?.file && a?.line == b?.line && a?.inlined == b?.inlined && a?.function == b?.function
+                && a?.functionStart == b?.functionStart, "\(String(address, radix: 16))")
+            if a?.line != nil { withLines += 1 }
+        }
+        #expect(withLines > 200)
+    }
+
     @Test func strippedWithoutDebugFileFallsBackToModuleOffset() throws {
         let fixture = try Self.fixture.get()
         let frames = try moduleFrames(fixture.strippedBare)
