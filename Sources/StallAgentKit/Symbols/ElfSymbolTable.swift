@@ -31,6 +31,8 @@ public final class ElfSymbolTable: @unchecked Sendable {
     /// One symbol section, read in place: the ELF files are kept open by the images that own
     /// this table.
     private struct Source {
+        /// Unowned: an image keeps its own table (`ElfImage.symbol(forVirtualAddress:)`).
+        unowned var owner: ElfImage
         var elf: OpaquePointer
         var data: UnsafeMutablePointer<Elf_Data>
         /// Raw native 64-bit records when libelf hands them over as in the file.
@@ -43,14 +45,29 @@ public final class ElfSymbolTable: @unchecked Sendable {
     public let hasSymtab: Bool
     /// Lookups answered by scanning before the sorted table is built.
     static let scansBeforeSorting = 16
+    /// The sorted table, 17 bytes a function: `keys` packs address and scan position (so
+    /// aliases stay in file order), the other arrays are indexed by scan position.
+    private struct Sorted {
+        var keys: [UInt64] = []
+        var sizes: [UInt32] = []
+        var names: [UInt32] = []
+        var sources: [UInt8] = []
+    }
     private struct State {
         var scans = 0
-        var sorted: [Entry]?
+        var sorted: Sorted?
+        /// Addresses beyond 44 bits, more than 2^20 functions or 255 sections: never sorted,
+        /// always scanned (no real program).
+        var unsortable = false
     }
     private let state = Mutex(State())
 
     /// Function symbols held, aliases included.
-    public var count: Int { sortedEntries().count }
+    public var count: Int {
+        var count = 0
+        forEachFunction { _ in count += 1 }
+        return count
+    }
 
     /// Calls `body` for every defined symbol of `.symtab` and `.dynsym` with its name; stops
     /// when `body` returns false. For callers after one name (the table keeps names unread).
@@ -83,11 +100,12 @@ public final class ElfSymbolTable: @unchecked Sendable {
     /// Merges the tables of several files with the same addresses: a module and its debug
     /// file, or its MiniDebugInfo (which holds only what `.dynsym` lacks). The files must
     /// outlive the table (names are read from them on lookup).
-    init(elfs: [OpaquePointer]) {
+    init(images: [ElfImage]) {
         var sources: [Source] = []
         var sawSymtab = false
         // Both tables are read: .symtab has the statics, .dynsym may add names .symtab lost.
-        for elf in elfs {
+        for image in images {
+            guard let elf = image.elf else { continue }
             var section: OpaquePointer? = nil
             while let scn = elf_nextscn(elf, section) {
                 section = scn
@@ -107,7 +125,8 @@ public final class ElfSymbolTable: @unchecked Sendable {
                 {
                     records = UnsafeRawBufferPointer(start: raw, count: count * 24)
                 }
-                sources.append(Source(elf: elf, data: data, records: records, count: count, stringSection: Int(sh.sh_link)))
+                sources.append(
+                    Source(owner: image, elf: elf, data: data, records: records, count: count, stringSection: Int(sh.sh_link)))
             }
         }
         self.sources = sources
@@ -139,6 +158,9 @@ public final class ElfSymbolTable: @unchecked Sendable {
                         value: bytes.loadUnaligned(fromByteOffset: offset + 8, as: UInt64.self),
                         size: bytes.loadUnaligned(fromByteOffset: offset + 16, as: UInt64.self))
                 }
+                // Read again (from the page cache) only by another scan: a large program's
+                // symbol sections (Node.js: 4.4 MB) need not stay in the agent's memory.
+                source.owner.releasePages(bytes)
             } else {
                 for index in 0..<source.count {
                     var sym = GElf_Sym()
@@ -149,31 +171,38 @@ public final class ElfSymbolTable: @unchecked Sendable {
         }
     }
 
-    /// Every function by address, then file order; aliases (and the copy of each export in
-    /// both .dynsym and .symtab) are kept, the name among them is chosen on lookup.
-    private func sortedEntries() -> [Entry] {
-        state.withLock { state in
-            if let sorted = state.sorted { return sorted }
-            var entries: [Entry] = []
-            entries.reserveCapacity(sources.reduce(0) { $0 + $1.count })
-            forEachFunction { entries.append($0) }
-            let sorted = Self.sortedByAddress(entries)
-            state.sorted = sorted
-            return sorted
+    /// Sorts the table once (nil when it cannot be packed; it is then always scanned).
+    private func sortedTable(_ state: inout State) -> Sorted? {
+        if let sorted = state.sorted { return sorted }
+        guard !state.unsortable else { return nil }
+        var table = Sorted()
+        let capacity = sources.reduce(0) { $0 + $1.count }
+        table.keys.reserveCapacity(capacity)
+        table.sizes.reserveCapacity(capacity)
+        table.names.reserveCapacity(capacity)
+        table.sources.reserveCapacity(capacity)
+        var packable = sources.count <= Int(UInt8.max)
+        forEachFunction { entry in
+            guard packable else { return }
+            let index = UInt64(table.keys.count)
+            guard entry.start < 1 << 44, index < 1 << 20 else {
+                packable = false
+                return
+            }
+            // Address and position in one integer: sorting plain integers is several times
+            // faster than sorting structs with a closure.
+            table.keys.append(entry.start << 20 | index)
+            table.sizes.append(entry.size)
+            table.names.append(entry.nameOffset)
+            table.sources.append(UInt8(entry.source))
         }
-    }
-
-    /// Where addresses fit in 44 bits and there are fewer than 2^20 symbols (every real
-    /// program), address and position are packed into one integer: sorting plain integers is
-    /// several times faster than sorting structs with a closure.
-    private static func sortedByAddress(_ entries: [Entry]) -> [Entry] {
-        let maxStart = entries.reduce(0) { max($0, $1.start) }
-        guard maxStart < 1 << 44, entries.count < 1 << 20 else {
-            return entries.sorted { $0.start != $1.start ? $0.start < $1.start : $0.order < $1.order }
+        guard packable else {
+            state.unsortable = true
+            return nil
         }
-        var keys = entries.indices.map { UInt64(entries[$0].start) << 20 | UInt64($0) }
-        keys.sort()
-        return keys.map { entries[Int($0 & 0xfffff)] }
+        table.keys.sort()
+        state.sorted = table
+        return table
     }
 
     private func namePointer(_ entry: Entry) -> UnsafePointer<CChar>? {
@@ -199,21 +228,24 @@ public final class ElfSymbolTable: @unchecked Sendable {
     /// a guess, marked approximate, and only with the full `.symtab`, where the next symbol
     /// is at least known to be the next function.
     public func lookup(_ address: UInt64) -> Match? {
-        let sorted: [Entry]? = state.withLock { state in
-            if state.sorted != nil { return state.sorted }
+        let sorted: Sorted? = state.withLock { state in
             state.scans += 1
-            return nil
+            return state.scans > Self.scansBeforeSorting ? sortedTable(&state) : nil
         }
         // Aliases: every function starting at the highest start at or below the address.
         var aliases: [Entry] = []
-        if let entries = sorted ?? (scans > Self.scansBeforeSorting ? sortedEntries() : nil) {
-            let low = entries.countStarting(atOrBelow: address) { $0.start }
+        if let table = sorted {
+            let low = table.keys.countStarting(atOrBelow: address) { $0 >> 20 }
             guard low > 0 else { return nil }
-            var index = low - 1
-            let start = entries[index].start
-            while index >= 0 && entries[index].start == start {
-                aliases.append(entries[index])
-                index -= 1
+            var position = low - 1
+            let start = table.keys[position] >> 20
+            while position >= 0 && table.keys[position] >> 20 == start {
+                let index = Int(table.keys[position] & 0xfffff)
+                aliases.append(
+                    Entry(
+                        start: start, size: table.sizes[index], nameOffset: table.names[index], order: UInt32(index),
+                        source: UInt16(table.sources[index])))
+                position -= 1
             }
         } else {
             var best: UInt64 = 0
@@ -248,6 +280,4 @@ public final class ElfSymbolTable: @unchecked Sendable {
         guard let name = namePointer(entry) else { return nil }
         return Match(name: String(cString: name), start: entry.start, offset: offset, approximate: entry.size == 0)
     }
-
-    private var scans: Int { state.withLock { $0.scans } }
 }
