@@ -19,26 +19,73 @@ final class DwarfSourceInfo {
     }
 
     private let image: ElfImage
-    /// What libdw reads: the file itself, or its inflated subset (see `DwarfSubset`).
-    private let dwarfImage: ElfImage
-    private let dwarf: OpaquePointer
+    /// Compressed DWARF, inflated as far as lookups need (see `DwarfSubset`); nil when libdw
+    /// reads the file itself.
+    private let subset: DwarfSubset?
+    private var dwarfHandle: OpaquePointer?
+    /// The subset's generation `dwarfHandle` was opened at.
+    private var handleGeneration = -1
     private var units: [(start: UInt64, end: UInt64, die: Dwarf_Die)] = []
+    private var unitsIndexed = false
     private var fileTables: [UInt64: (files: OpaquePointer, count: Int)] = [:]
 
     /// Nil when libdw cannot read the file's DWARF (absent, corrupt, unsupported).
     /// `subset: false` hands libdw the whole file (to check the subset against it).
     init?(image: ElfImage, subset: Bool = true) {
-        let source = (subset ? DwarfSubset.image(from: image) : nil) ?? image
-        guard let elf = source.elf, let dwarf = dwarf_begin_elf(elf, DWARF_C_READ, nil) else { return nil }
         self.image = image
-        dwarfImage = source
-        self.dwarf = dwarf
-        indexUnits()
+        self.subset = subset ? DwarfSubset.make(from: image) : nil
+        if self.subset == nil {
+            guard let elf = image.elf, let dwarf = dwarf_begin_elf(elf, DWARF_C_READ, nil) else { return nil }
+            dwarfHandle = dwarf
+        }
     }
 
-    deinit { dwarf_end(dwarf) }
+    deinit { if let dwarfHandle { dwarf_end(dwarfHandle) } }
 
-    private func indexUnits() {
+    /// How much of a compressed `.debug_info` lookups have inflated so far; nil when libdw
+    /// reads the file itself.
+    var infoInflated: (bytes: Int, of: Int)? { subset?.infoInflated }
+
+    /// The libdw handle over what is inflated now: made again when the subset grew, since
+    /// libdw sized its sections when it opened them. DIEs and file tables of the old handle
+    /// are dropped with it.
+    private func currentDwarf() -> OpaquePointer? {
+        guard let subset else { return dwarfHandle }
+        if let dwarfHandle, handleGeneration == subset.generation { return dwarfHandle }
+        if let dwarfHandle { dwarf_end(dwarfHandle) }
+        dwarfHandle = nil
+        fileTables = [:]
+        handleGeneration = subset.generation
+        guard let elf = subset.elf() else { return nil }
+        dwarfHandle = dwarf_begin_elf(elf, DWARF_C_READ, nil)
+        return dwarfHandle
+    }
+
+    /// The unit holding `address`: through `.debug_aranges`, inflating a compressed file only
+    /// through that unit; else by every unit's own ranges (clang and swiftc write no
+    /// `.debug_aranges`), with all of it inflated.
+    private func unit(for address: UInt64) -> Dwarf_Die? {
+        if !unitsIndexed, let subset, let offset = subset.prepare(for: address), let dwarf = currentDwarf() {
+            var next: Dwarf_Off = 0
+            var headerSize = 0
+            var die = Dwarf_Die()
+            if dwarf_nextcu(dwarf, offset, &next, &headerSize, nil, nil, nil) == 0,
+               dwarf_offdie(dwarf, offset + UInt64(headerSize), &die) != nil,
+               [Int32(DW_TAG_compile_unit), Int32(DW_TAG_partial_unit)].contains(dwarf_tag(&die))
+            {
+                return die
+            }
+        }
+        if !unitsIndexed {
+            unitsIndexed = true
+            if let subset, !subset.prepareAll() { return nil }
+            guard let dwarf = currentDwarf() else { return nil }
+            indexUnits(dwarf)
+        }
+        return unit(containing: address)
+    }
+
+    private func indexUnits(_ dwarf: OpaquePointer) {
         var unit: OpaquePointer? = nil
         var next: OpaquePointer? = nil
         var unitType: UInt8 = 0
@@ -75,7 +122,7 @@ final class DwarfSourceInfo {
     }
 
     func locate(_ address: UInt64) -> Location? {
-        guard var cu = unit(containing: address) else { return nil }
+        guard var cu = unit(for: address) else { return nil }
         var location = Location(inlined: [])
         if let line = dwarf_getsrc_die(&cu, address) {
             location.file = dwarf_linesrc(line, nil, nil).map { String(cString: $0) }

@@ -87,7 +87,7 @@ import Glibc
         try? FileManager.default.removeItem(at: compressed)
         try NativeFixture.run("objcopy", ["--compress-debug-sections=zlib", fixture.unstripped.path, compressed.path])
         let image = try ElfImage(path: compressed.path)
-        #expect(DwarfSubset.image(from: image) != nil, "the fixture's DWARF was not compressed")
+        #expect(DwarfSubset.make(from: image) != nil, "the fixture's DWARF was not compressed")
         let expected = summary(try moduleFrames(fixture.unstripped))
         #expect(summary(try moduleFrames(compressed)) == expected)
     }
@@ -101,6 +101,13 @@ import Glibc
         let debugPath = "/usr/lib/debug/.build-id/\(buildID.prefix(2))/\(buildID.dropFirst(2)).debug"
         guard FileManager.default.fileExists(atPath: debugPath) else { return }
         let debug = try ElfImage(path: debugPath)
+        // A unit near the start is read without inflating the rest of .debug_info.
+        let early = try #require(DwarfSourceInfo(image: debug))
+        let start = try #require(image.address(ofSymbol: "__libc_start_main"))
+        #expect(early.locate(start + 4)?.line != nil)
+        let inflated = try #require(early.infoInflated)
+        #expect(inflated.bytes < inflated.of / 10, "\(inflated)")
+
         let subset = try #require(DwarfSourceInfo(image: debug))
         let whole = try #require(DwarfSourceInfo(image: debug, subset: false))
         let text = try #require(image.segments.filter(\.executable).max { $0.memorySize < $1.memorySize })
