@@ -71,7 +71,8 @@ final class DwarfSourceInfo {
             var die = Dwarf_Die()
             if dwarf_nextcu(dwarf, offset, &next, &headerSize, nil, nil, nil) == 0,
                dwarf_offdie(dwarf, offset + UInt64(headerSize), &die) != nil,
-               [Int32(DW_TAG_compile_unit), Int32(DW_TAG_partial_unit)].contains(dwarf_tag(&die))
+               [Int32(DW_TAG_compile_unit), Int32(DW_TAG_partial_unit)].contains(dwarf_tag(&die)),
+               Self.ranges(of: &die, contain: address)
             {
                 return die
             }
@@ -83,6 +84,21 @@ final class DwarfSourceInfo {
             indexUnits(dwarf)
         }
         return unit(containing: address)
+    }
+
+    /// The unit's own ranges hold `address`: a table naming another unit (an odd producer, a
+    /// corrupt file) must not lend it its lines; the full index decides then.
+    private static func ranges(of die: inout Dwarf_Die, contain address: UInt64) -> Bool {
+        var offset = 0
+        var base: Dwarf_Addr = 0
+        var start: Dwarf_Addr = 0
+        var end: Dwarf_Addr = 0
+        for _ in 0..<100_000 {
+            offset = dwarf_ranges(&die, offset, &base, &start, &end)
+            if offset <= 0 { return false }
+            if address >= start && address < end { return true }
+        }
+        return false
     }
 
     private func indexUnits(_ dwarf: OpaquePointer) {

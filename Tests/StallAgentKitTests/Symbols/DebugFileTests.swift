@@ -92,6 +92,24 @@ import Glibc
         #expect(summary(try moduleFrames(compressed)) == expected)
     }
 
+    /// A damaged compressed .debug_info (inflating fails part-way) costs the lines, not the
+    /// names, and nothing crashes.
+    @Test func corruptCompressedDebugInfoKeepsNames() throws {
+        let fixture = try Self.fixture.get()
+        let compressed = fixture.directory.appendingPathComponent("debuginfo-gz-corrupt")
+        try? FileManager.default.removeItem(at: compressed)
+        try NativeFixture.run("objcopy", ["--compress-debug-sections=zlib", fixture.unstripped.path, compressed.path])
+        var bytes = try Data(contentsOf: compressed)
+        let image = try ElfImage(path: compressed.path)
+        let info = try #require(image.section(named: ".debug_info"))
+        let start = info.baseAddress! - image.fileBytes.baseAddress!
+        // Past the Elf64_Chdr and zlib header: garbage in the deflate stream.
+        for index in (start + 40)..<min(start + info.count, start + 240) { bytes[index] ^= 0x5a }
+        try bytes.write(to: compressed)
+        let frames = try moduleFrames(compressed)
+        #expect(frames.contains { $0.function == "process_requests" }, "\(summary(frames))")
+    }
+
     /// The subset gives libdw what it reads for lines and inlines: over libc's code, every
     /// lookup through it equals one through the whole (compressed) debug file.
     @Test func libcDwarfSubsetAnswersLikeTheWholeFile() throws {
