@@ -71,7 +71,7 @@ public struct PerfMap: Sendable {
         names = Names(.bytes(bytes))
         var parsed: [Slot] = []
         _ = bytes.withUnsafeBytes { Self.parse($0, baseOffset: 0, firstOrder: 0, into: &parsed, final: true) }
-        slots = Self.merge([], parsed)
+        slots = Self.merge([], &parsed)
     }
 
     /// The entries (for tests; a lookup reads one name).
@@ -154,25 +154,28 @@ public struct PerfMap: Sendable {
     }
 
     /// `old` (sorted, one slot per start) with `new` lines added: a new line replaces an old
-    /// one at the same start, and the latest of the new ones wins among themselves.
-    static func merge(_ old: [Slot], _ new: [Slot]) -> [Slot] {
-        var added = new.sorted { $0.start != $1.start ? $0.start < $1.start : $0.order > $1.order }
-        var unique: [Slot] = []
-        unique.reserveCapacity(added.count)
-        for slot in added where unique.last?.start != slot.start { unique.append(slot) }
-        added = unique
-        guard !old.isEmpty else { return added }
+    /// one at the same start, and the latest of the new ones wins among themselves. `new` is
+    /// sorted and thinned in place: a large map's copies would be most of the agent's RSS.
+    static func merge(_ old: [Slot], _ new: inout [Slot]) -> [Slot] {
+        new.sort { $0.start != $1.start ? $0.start < $1.start : $0.order > $1.order }
+        var kept = 0
+        for index in new.indices where kept == 0 || new[kept - 1].start != new[index].start {
+            new[kept] = new[index]
+            kept += 1
+        }
+        new.removeLast(new.count - kept)
+        guard !old.isEmpty else { return new }
         var merged: [Slot] = []
-        merged.reserveCapacity(old.count + added.count)
+        merged.reserveCapacity(old.count + new.count)
         var i = 0
         var j = 0
-        while i < old.count || j < added.count {
-            if j == added.count || (i < old.count && old[i].start < added[j].start) {
+        while i < old.count || j < new.count {
+            if j == new.count || (i < old.count && old[i].start < new[j].start) {
                 merged.append(old[i])
                 i += 1
             } else {
-                if i < old.count && old[i].start == added[j].start { i += 1 }
-                merged.append(added[j])
+                if i < old.count && old[i].start == new[j].start { i += 1 }
+                merged.append(new[j])
                 j += 1
             }
         }
@@ -255,7 +258,7 @@ final class PerfMapFile {
         let path = path
         let previous = stamp
         let (fromBytes, fromLines, fromTail) = (parsedBytes, lines, tail)
-        let outcome = BoundedFileIO.shared.run { () -> Outcome in
+        var result = BoundedFileIO.shared.run { () -> Outcome in
             guard let (fd, info) = try? SafeFileReader.openRegularFile(path) else { return Outcome() }
             let now = Stamp(
                 device: UInt64(info.st_dev), inode: UInt64(info.st_ino), size: Int(info.st_size),
@@ -271,8 +274,13 @@ final class PerfMapFile {
             // The same file grown: only its new lines. Anything else: all of it.
             let append = (previous.map { $0.device == now.device && $0.inode == now.inode && now.size >= $0.size } ?? false)
                 && Self.read(fd, at: fromBytes - fromTail.count, count: fromTail.count) == fromTail
-            var outcome = Outcome(stamp: now, slots: [], names: PerfMap.Names(.file(fd)), appended: append)
             var offset = append ? fromBytes : 0
+            // Generous: capacity never written is never resident, and growing by copies would
+            // double the peak.
+            var slots: [PerfMap.Slot] = []
+            slots.reserveCapacity((now.size - offset) / 24 + 16)
+            var outcome = Outcome(stamp: now, slots: slots, names: PerfMap.Names(.file(fd)), appended: append)
+            slots = []
             var order = append ? fromLines : 0
             var buffer = [UInt8](repeating: 0, count: 1 << 20)
             var carried = 0
@@ -305,13 +313,17 @@ final class PerfMapFile {
             outcome.tail = Self.read(fd, at: max(0, offset - 64), count: min(offset, 64)) ?? []
             return outcome
         }
-        guard let outcome else {
+        guard var outcome = result else {
             hung = true
             map = nil
             return nil
         }
+        result = nil
         stamp = outcome.stamp
-        guard let slots = outcome.slots, let names = outcome.names else {
+        // Taken out of the outcome so the merge sorts the only copy in place.
+        var slots = outcome.slots
+        outcome.slots = nil
+        guard slots != nil, let names = outcome.names else {
             if outcome.stamp == nil || !outcome.appended {
                 map = nil
                 parsedBytes = 0
@@ -323,7 +335,8 @@ final class PerfMapFile {
         // New lines' names are read through the new descriptor; the old one is closed with
         // the old map, and the file is the same one.
         let base = outcome.appended ? map?.slots ?? [] : []
-        map = PerfMap(slots: PerfMap.merge(base, slots), names: names)
+        map = nil
+        map = PerfMap(slots: PerfMap.merge(base, &slots!), names: names)
         parsedBytes = outcome.parsedBytes
         lines = outcome.lines
         tail = outcome.tail
