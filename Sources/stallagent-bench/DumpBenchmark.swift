@@ -207,30 +207,34 @@ struct DumpBenchmark {
     /// The agent's peak RSS over a watch of a process that stalls every 3 s (1.5 s of CPU).
     func watchMemory(seconds: Int) throws {
         log("\nAgent peak RSS watching a stalling process (\(seconds) s, defaults, ru_maxrss)")
-        var targets: [(String, String, [String])] = []
+        // (name, executable, arguments, perf-map lines to add: a server that has run for days)
+        var targets: [(String, String, [String], Int)] = []
         if let node = ["/usr/bin/node", "/usr/bin/nodejs"].first(where: { FileManager.default.isExecutableFile(atPath: $0) }) {
-            targets.append((
-                "Node.js --perf-basic-prof", node,
-                ["--perf-basic-prof", "-e",
-                 "function burnCpu(ms){const t=Date.now();let s=0;while(Date.now()-t<ms){for(let i=0;i<1e4;i++)s+=Math.sqrt(i);}return s;}"
-                    + "require('http').createServer((q,r)=>r.end('ok')).listen(0);setInterval(()=>burnCpu(1500),3000);"]
-            ))
+            let arguments = [
+                "--perf-basic-prof", "-e",
+                "function burnCpu(ms){const t=Date.now();let s=0;while(Date.now()-t<ms){for(let i=0;i<1e4;i++)s+=Math.sqrt(i);}return s;}"
+                    + "require('http').createServer((q,r)=>r.end('ok')).listen(0);setInterval(()=>burnCpu(1500),3000);",
+            ]
+            targets.append(("Node.js --perf-basic-prof", node, arguments, 0))
+            targets.append(("  same, 300k-line perf map", node, arguments, 300_000))
         }
         if FileManager.default.isExecutableFile(atPath: "/usr/bin/python3") {
             targets.append((
                 "Python asyncio", "/usr/bin/python3",
                 ["-c",
                  "import asyncio, time\ndef burn():\n    t = time.time()\n    while time.time() - t < 1.5: sum(i * i for i in range(10000))\n"
-                    + "async def main():\n    while True:\n        await asyncio.sleep(1.5)\n        burn()\nasyncio.run(main())"]
+                    + "async def main():\n    while True:\n        await asyncio.sleep(1.5)\n        burn()\nasyncio.run(main())"],
+                0
             ))
         }
-        for (name, executable, arguments) in targets {
+        for (name, executable, arguments, extraLines) in targets {
             let target = try Self.launch(name, executable, arguments)
             defer { target.stop() }
             guard Self.waitUntilIdle(target.pid) else {
                 log("  \(name): never idle, skipped")
                 continue
             }
+            if extraLines > 0 { Self.growPerfMap(pid: target.pid, lines: extraLines) }
             let reports = FileManager.default.temporaryDirectory.appendingPathComponent("dbench-reports-\(target.pid)").path
             defer { try? FileManager.default.removeItem(atPath: reports) }
             guard let run = Self.run([agentBinary.path, "--pid", "\(target.pid)", "--duration", "\(seconds)s", "--report-dir", reports])
@@ -242,5 +246,23 @@ struct DumpBenchmark {
                     + String(format: " %6.1f MB   (%d reports, exit %d)", Double(run.maxRSSBytes) / 1e6, written, run.status >> 8))
         }
         log("  goal: ≤ 50 MB")
+    }
+
+    /// Appends JIT-like lines at addresses no code uses (about 32 MB for 300 000 lines), as a
+    /// long-running server's map grows; the process itself never reads the file.
+    static func growPerfMap(pid: Int32, lines: Int) {
+        guard let handle = FileHandle(forWritingAtPath: "/tmp/perf-\(pid).map") else { return }
+        defer { try? handle.close() }
+        _ = try? handle.seekToEnd()
+        var chunk = ""
+        for index in 0..<lines {
+            chunk += String(0x1_0000_0000 + index * 0x100, radix: 16) + " 80 LazyCompile:*someFunctionName\(index) "
+                + "/srv/app/node_modules/some-package/lib/module\(index % 500).js:\(index % 3000):\(index % 80)\n"
+            if chunk.utf8.count > 1 << 20 {
+                try? handle.write(contentsOf: Data(chunk.utf8))
+                chunk = ""
+            }
+        }
+        try? handle.write(contentsOf: Data(chunk.utf8))
     }
 }
