@@ -31,6 +31,9 @@ struct Bench: ParsableCommand {
     @Flag(help: "Only the wrapper figures (issue 13: `stallagent -- COMMAND` against COMMAND alone).")
     var wrapperOnly = false
 
+    @Flag(help: "Only the dump-vs-eu-stack and watch-RSS figures against Debian's Python, Redis, PostgreSQL, Node.js.")
+    var dumpOnly = false
+
     @Flag(help: "Shorter runs.")
     var quick = false
 
@@ -54,6 +57,10 @@ struct Bench: ParsableCommand {
                 try WrapperBenchmark(agentBinary: agentBinary).run(quick: quick)
                 return
             }
+            if dumpOnly {
+                try DumpBenchmark(agentBinary: agentBinary).run(quick: quick)
+                return
+            }
             let benchmark = CaptureBenchmark(fixtures: fixturesURL, agentBinary: agentBinary)
             benchmark.captures = captures
             if !captureOnly && !monitorOnly {
@@ -69,6 +76,8 @@ struct Bench: ParsableCommand {
             if !captureOnly && !monitorOnly {
                 print("")
                 try WrapperBenchmark(agentBinary: agentBinary).run(quick: quick)
+                print("")
+                try DumpBenchmark(agentBinary: agentBinary).run(quick: quick)
             }
         }
     }

@@ -150,12 +150,9 @@ public final class ReportWriter: Sendable {
     /// (local), so every revision of one stall maps to the same files and names sort by time
     /// per process.
     public func fileStem(for r: StallReport) -> String {
-        let formatter = DateFormatter()
-        formatter.locale = Locale(identifier: "en_US_POSIX")
-        formatter.dateFormat = "yyyyMMdd-HHmmss"
         let name = Self.sanitize(r.process.name, fallback: "process")
         let reason = Self.sanitize(r.reason.name, fallback: "stall")
-        return "\(name)_\(r.process.pid)_\(formatter.string(from: r.startTime))_\(reason)_\(r.id)-\(Self.processInstance)"
+        return "\(name)_\(r.process.pid)_\(ReportTime.fileStamp(r.startTime))_\(reason)_\(r.id)-\(Self.processInstance)"
     }
 
     /// `stem` overrides the name derived from the report (a rewrite of an existing file).

@@ -19,21 +19,89 @@ final class DwarfSourceInfo {
     }
 
     private let image: ElfImage
-    private let dwarf: OpaquePointer
+    /// Compressed DWARF, inflated as far as lookups need (see `DwarfSubset`); nil when libdw
+    /// reads the file itself.
+    private let subset: DwarfSubset?
+    private var dwarfHandle: OpaquePointer?
+    /// The subset's generation `dwarfHandle` was opened at.
+    private var handleGeneration = -1
     private var units: [(start: UInt64, end: UInt64, die: Dwarf_Die)] = []
+    private var unitsIndexed = false
     private var fileTables: [UInt64: (files: OpaquePointer, count: Int)] = [:]
 
     /// Nil when libdw cannot read the file's DWARF (absent, corrupt, unsupported).
-    init?(image: ElfImage) {
-        guard let elf = image.elf, let dwarf = dwarf_begin_elf(elf, DWARF_C_READ, nil) else { return nil }
+    /// `subset: false` hands libdw the whole file (to check the subset against it).
+    init?(image: ElfImage, subset: Bool = true) {
         self.image = image
-        self.dwarf = dwarf
-        indexUnits()
+        self.subset = subset ? DwarfSubset.make(from: image) : nil
+        if self.subset == nil {
+            guard let elf = image.elf, let dwarf = dwarf_begin_elf(elf, DWARF_C_READ, nil) else { return nil }
+            dwarfHandle = dwarf
+        }
     }
 
-    deinit { dwarf_end(dwarf) }
+    deinit { if let dwarfHandle { dwarf_end(dwarfHandle) } }
 
-    private func indexUnits() {
+    /// How much of a compressed `.debug_info` lookups have inflated so far; nil when libdw
+    /// reads the file itself.
+    var infoInflated: (bytes: Int, of: Int)? { subset?.infoInflated }
+
+    /// The libdw handle over what is inflated now: made again when the subset grew, since
+    /// libdw sized its sections when it opened them. DIEs and file tables of the old handle
+    /// are dropped with it.
+    private func currentDwarf() -> OpaquePointer? {
+        guard let subset else { return dwarfHandle }
+        if let dwarfHandle, handleGeneration == subset.generation { return dwarfHandle }
+        if let dwarfHandle { dwarf_end(dwarfHandle) }
+        dwarfHandle = nil
+        fileTables = [:]
+        handleGeneration = subset.generation
+        guard let elf = subset.elf() else { return nil }
+        dwarfHandle = dwarf_begin_elf(elf, DWARF_C_READ, nil)
+        return dwarfHandle
+    }
+
+    /// The unit holding `address`: through `.debug_aranges`, inflating a compressed file only
+    /// through that unit; else by every unit's own ranges (clang and swiftc write no
+    /// `.debug_aranges`), with all of it inflated.
+    private func unit(for address: UInt64) -> Dwarf_Die? {
+        if !unitsIndexed, let subset, let offset = subset.prepare(for: address), let dwarf = currentDwarf() {
+            var next: Dwarf_Off = 0
+            var headerSize = 0
+            var die = Dwarf_Die()
+            if dwarf_nextcu(dwarf, offset, &next, &headerSize, nil, nil, nil) == 0,
+               dwarf_offdie(dwarf, offset + UInt64(headerSize), &die) != nil,
+               [Int32(DW_TAG_compile_unit), Int32(DW_TAG_partial_unit)].contains(dwarf_tag(&die)),
+               Self.ranges(of: &die, contain: address)
+            {
+                return die
+            }
+        }
+        if !unitsIndexed {
+            unitsIndexed = true
+            if let subset, !subset.prepareAll() { return nil }
+            guard let dwarf = currentDwarf() else { return nil }
+            indexUnits(dwarf)
+        }
+        return unit(containing: address)
+    }
+
+    /// The unit's own ranges hold `address`: a table naming another unit (an odd producer, a
+    /// corrupt file) must not lend it its lines; the full index decides then.
+    private static func ranges(of die: inout Dwarf_Die, contain address: UInt64) -> Bool {
+        var offset = 0
+        var base: Dwarf_Addr = 0
+        var start: Dwarf_Addr = 0
+        var end: Dwarf_Addr = 0
+        for _ in 0..<100_000 {
+            offset = dwarf_ranges(&die, offset, &base, &start, &end)
+            if offset <= 0 { return false }
+            if address >= start && address < end { return true }
+        }
+        return false
+    }
+
+    private func indexUnits(_ dwarf: OpaquePointer) {
         var unit: OpaquePointer? = nil
         var next: OpaquePointer? = nil
         var unitType: UInt8 = 0
@@ -70,7 +138,7 @@ final class DwarfSourceInfo {
     }
 
     func locate(_ address: UInt64) -> Location? {
-        guard var cu = unit(containing: address) else { return nil }
+        guard var cu = unit(for: address) else { return nil }
         var location = Location(inlined: [])
         if let line = dwarf_getsrc_die(&cu, address) {
             location.file = dwarf_linesrc(line, nil, nil).map { String(cString: $0) }

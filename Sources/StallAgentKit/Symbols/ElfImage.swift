@@ -97,6 +97,12 @@ public final class ElfImage: @unchecked Sendable {
             path: path)
     }
 
+    /// Wraps an image built in memory; the image owns (and frees) the buffer, also when
+    /// this throws.
+    convenience init(adopting buffer: UnsafeMutableRawBufferPointer, path: String) throws {
+        try self.init(bytes: buffer, storage: .owned, path: path)
+    }
+
     private init(bytes: UnsafeMutableRawBufferPointer, storage: Storage, path: String) throws {
         self.bytes = bytes
         self.storage = storage
@@ -198,7 +204,7 @@ public final class ElfImage: @unchecked Sendable {
     // MARK: Symbols
 
     public func symbol(forVirtualAddress vaddr: UInt64) -> ElfSymbolTable.Match? {
-        symbolTable.get { ElfSymbolTable(elfs: [elf].compactMap { $0 }) }.lookup(vaddr)
+        symbolTable.get { ElfSymbolTable(images: [self]) }.lookup(vaddr)
     }
 
     /// The virtual address of a named symbol of any type (e.g. a data object), or nil.
@@ -234,6 +240,22 @@ public final class ElfImage: @unchecked Sendable {
             return UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(bytes)[Int(sh.sh_offset)..<Int(sh.sh_offset + sh.sh_size)])
         }
         return nil
+    }
+
+    /// Drops the pages of `range` (inside this image) from the agent's memory when the image
+    /// is a file mapping: a later read maps them again from the page cache. For large parts
+    /// read once or rarely (symbol sections, compressed DWARF already inflated). Never for an
+    /// in-memory copy, whose pages would come back as zeros.
+    func releasePages(_ range: UnsafeRawBufferPointer) {
+        guard case .guardedMapping = storage, let base = range.baseAddress, let own = bytes.baseAddress else { return }
+        let page = Int(sysconf(Int32(_SC_PAGESIZE)))
+        let lower = max(Int(bitPattern: base), Int(bitPattern: own))
+        let upper = min(Int(bitPattern: base) + range.count, Int(bitPattern: own) + bytes.count)
+        // Whole pages only: the neighbours of a partial page may be in use.
+        let start = (lower + page - 1) & ~(page - 1)
+        let end = upper & ~(page - 1)
+        guard end > start, let pointer = UnsafeMutableRawPointer(bitPattern: start) else { return }
+        madvise(pointer, end - start, MADV_DONTNEED)
     }
 
     /// The whole file as mapped.

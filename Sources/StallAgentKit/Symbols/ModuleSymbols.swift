@@ -54,14 +54,13 @@ public final class ModuleSymbols: @unchecked Sendable {
 
     private func table(_ loaded: inout Loaded) -> ElfSymbolTable {
         if let table = loaded.table { return table }
-        var elfs: [OpaquePointer] = []
-        if let elf = image.elf { elfs.append(elf) }
-        if let debug = debugImage?.elf {
-            elfs.append(debug)
-        } else if image.section(named: ".symtab") == nil, let mini = miniDebugInfo(&loaded)?.elf {
-            elfs.append(mini)
+        var images = [image]
+        if let debugImage {
+            images.append(debugImage)
+        } else if image.section(named: ".symtab") == nil, let mini = miniDebugInfo(&loaded) {
+            images.append(mini)
         }
-        let table = ElfSymbolTable(elfs: elfs)
+        let table = ElfSymbolTable(images: images)
         loaded.table = table
         return table
     }
@@ -75,7 +74,7 @@ public final class ModuleSymbols: @unchecked Sendable {
 
     private func dwarf(_ loaded: inout Loaded) -> DwarfSourceInfo? {
         if let cached = loaded.dwarf { return cached }
-        let source = [debugImage, image].compactMap { $0 }.first(where: \.hasDebugInfo).flatMap(DwarfSourceInfo.init)
+        let source = [debugImage, image].compactMap { $0 }.first(where: \.hasDebugInfo).flatMap { DwarfSourceInfo(image: $0) }
         loaded.dwarf = .some(source)
         return source
     }

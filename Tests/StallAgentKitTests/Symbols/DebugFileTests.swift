@@ -79,6 +79,69 @@ import Glibc
         #expect(actual == expected)
     }
 
+    /// Compressed DWARF (as Debian's debug packages ship it) is read through `DwarfSubset`:
+    /// the same names, lines and inlined frames as the plain build.
+    @Test func compressedDebugSectionsMatchUnstripped() throws {
+        let fixture = try Self.fixture.get()
+        let compressed = fixture.directory.appendingPathComponent("debuginfo-gz")
+        try? FileManager.default.removeItem(at: compressed)
+        try NativeFixture.run("objcopy", ["--compress-debug-sections=zlib", fixture.unstripped.path, compressed.path])
+        let image = try ElfImage(path: compressed.path)
+        #expect(DwarfSubset.make(from: image) != nil, "the fixture's DWARF was not compressed")
+        let expected = summary(try moduleFrames(fixture.unstripped))
+        #expect(summary(try moduleFrames(compressed)) == expected)
+    }
+
+    /// A damaged compressed .debug_info (inflating fails part-way) costs the lines, not the
+    /// names, and nothing crashes.
+    @Test func corruptCompressedDebugInfoKeepsNames() throws {
+        let fixture = try Self.fixture.get()
+        let compressed = fixture.directory.appendingPathComponent("debuginfo-gz-corrupt")
+        try? FileManager.default.removeItem(at: compressed)
+        try NativeFixture.run("objcopy", ["--compress-debug-sections=zlib", fixture.unstripped.path, compressed.path])
+        var bytes = try Data(contentsOf: compressed)
+        let image = try ElfImage(path: compressed.path)
+        let info = try #require(image.section(named: ".debug_info"))
+        let start = info.baseAddress! - image.fileBytes.baseAddress!
+        // Past the Elf64_Chdr and zlib header: garbage in the deflate stream.
+        for index in (start + 40)..<min(start + info.count, start + 240) { bytes[index] ^= 0x5a }
+        try bytes.write(to: compressed)
+        let frames = try moduleFrames(compressed)
+        #expect(frames.contains { $0.function == "process_requests" }, "\(summary(frames))")
+    }
+
+    /// The subset gives libdw what it reads for lines and inlines: over libc's code, every
+    /// lookup through it equals one through the whole (compressed) debug file.
+    @Test func libcDwarfSubsetAnswersLikeTheWholeFile() throws {
+        let libc = "/usr/lib/x86_64-linux-gnu/libc.so.6"
+        let image = try ElfImage(path: libc)
+        let buildID = try #require(image.buildID)
+        let debugPath = "/usr/lib/debug/.build-id/\(buildID.prefix(2))/\(buildID.dropFirst(2)).debug"
+        guard FileManager.default.fileExists(atPath: debugPath) else { return }
+        let debug = try ElfImage(path: debugPath)
+        // A unit near the start is read without inflating the rest of .debug_info.
+        let early = try #require(DwarfSourceInfo(image: debug))
+        let start = try #require(image.address(ofSymbol: "__libc_start_main"))
+        #expect(early.locate(start + 4)?.line != nil)
+        let inflated = try #require(early.infoInflated)
+        #expect(inflated.bytes < inflated.of / 10, "\(inflated)")
+
+        let subset = try #require(DwarfSourceInfo(image: debug))
+        let whole = try #require(DwarfSourceInfo(image: debug, subset: false))
+        let text = try #require(image.segments.filter(\.executable).max { $0.memorySize < $1.memorySize })
+        var generator = SplitMix64(seed: 14)
+        var withLines = 0
+        for _ in 0..<400 {
+            let address = text.virtualAddress + UInt64.random(in: 0..<text.memorySize, using: &generator)
+            let a = subset.locate(address)
+            let b = whole.locate(address)
+            #expect(a?.file == b?.file && a?.line == b?.line && a?.inlined == b?.inlined && a?.function == b?.function
+                && a?.functionStart == b?.functionStart, "\(String(address, radix: 16))")
+            if a?.line != nil { withLines += 1 }
+        }
+        #expect(withLines > 200)
+    }
+
     @Test func strippedWithoutDebugFileFallsBackToModuleOffset() throws {
         let fixture = try Self.fixture.get()
         let frames = try moduleFrames(fixture.strippedBare)

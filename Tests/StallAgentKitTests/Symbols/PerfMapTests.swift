@@ -28,6 +28,46 @@ import Glibc
         #expect(map.lookup(0x1000) == nil)
     }
 
+    /// A JIT appends: only the new lines are read and merged (a later line wins at its start),
+    /// a line still being written waits for its newline, and a rewritten file is read anew.
+    @Test func appendedLinesAreMergedAndARewriteIsReadAgain() throws {
+        let path = "/tmp/perf-\(getpid()).map"
+        defer { unlink(path) }
+        func append(_ text: String) throws {
+            let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: path))
+            defer { try? handle.close() }
+            try handle.seekToEnd()
+            try handle.write(contentsOf: Data(text.utf8))
+        }
+        try "1000 10 first\n2000 10 second\n".write(toFile: path, atomically: false, encoding: .utf8)
+        let file = PerfMapFile(pid: getpid())
+        #expect(file.current()?.lookup(0x1008)?.name == "first")
+        usleep(10_000)  // a new mtime
+        try append("1000 20 first again\n3000 10 thi")
+        var map = try #require(file.current())
+        #expect(map.lookup(0x1018)?.name == "first again")
+        #expect(map.lookup(0x2000)?.name == "second")
+        #expect(map.lookup(0x3000) == nil, "a line without its newline yet")
+        usleep(10_000)
+        try append("rd\n")
+        map = try #require(file.current())
+        #expect(map.lookup(0x3004)?.name == "third")
+        #expect(map.slots.count == 3)
+        usleep(10_000)
+        try "4000 10 fourth\n".write(toFile: path, atomically: true, encoding: .utf8)
+        map = try #require(file.current())
+        #expect(map.lookup(0x1008) == nil)
+        #expect(map.lookup(0x4008)?.name == "fourth")
+        // Rewritten in place, same file and longer: not taken for an append.
+        usleep(10_000)
+        let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: path))
+        try handle.write(contentsOf: Data("5000 10 fifth\n6000 10 sixth\n".utf8))
+        try handle.close()
+        map = try #require(file.current())
+        #expect(map.lookup(0x4008) == nil)
+        #expect(map.lookup(0x5008)?.name == "fifth" && map.lookup(0x6008)?.name == "sixth")
+    }
+
     /// Fixed-seed random and mutated input: never crashes, every hit really contains the address.
     @Test func fuzzedInputNeverCrashes() {
         var rng = SplitMix64(seed: 0x9e4f_0004)
