@@ -19,7 +19,7 @@ import Glibc
     }
 
     static let dates: [Date] = {
-        var generator = SplitMix64(seed: 7)
+        var generator = JitterGenerator(seed: 7)
         return [Date(timeIntervalSince1970: 1_795_000_000), Date(timeIntervalSince1970: 1_711_846_799.999)]
             + (0..<200).map { _ in
                 Date(timeIntervalSince1970: Double(UInt64.random(in: 1_600_000_000_000..<1_900_000_000_000, using: &generator)) / 1000)
