@@ -41,7 +41,7 @@ let package = Package(
         .target(
             name: "StallDetection",
             dependencies: [
-                .product(name: "DequeModule", package: "swift-collections"),
+                .product(name: "DequeModule", package: "swift-collections")
             ]),
         .target(
             name: "StallAgentKit",

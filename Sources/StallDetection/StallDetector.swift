@@ -147,7 +147,8 @@ public struct StallDetector: Sendable {
             // it defines the runner's own frames, and at start-up the stack holds nothing else
             // (the loader, main, the interpreter's start-up), never a test yet.
             guard let previous = episode.lastSampleAttempt ?? lastSampleAttemptAnyEpisode else { return last.time }
-            let candidate = episode.anchors?.isEmpty == false
+            let candidate =
+                episode.anchors?.isEmpty == false
                 && episode.age * 2 >= configuration.threshold(for: .batch)
             return max(last.time, previous + (candidate ? configuration.sampleInterval : slow))
         }
@@ -161,7 +162,7 @@ public struct StallDetector: Sendable {
         // Stack rule: a frame held for half the threshold is a candidate; sample it twice as
         // often to confirm it (or see the loop turn) with more samples.
         if configuration.usesStackRule, episode.anchors?.isEmpty == false,
-           episode.age * 2 >= configuration.threshold(for: episode.phase)
+            episode.age * 2 >= configuration.threshold(for: episode.phase)
         {
             return previous + configuration.sampleInterval / 2
         }
@@ -310,7 +311,8 @@ public struct StallDetector: Sendable {
                 if index > 0 {
                     current.children.insert(keys[index - 1])
                     let frames = sample.frames
-                    newInterpretedCall = frames[firstInterpreted + index - 1].isInterpreted
+                    newInterpretedCall =
+                        frames[firstInterpreted + index - 1].isInterpreted
                         && !frames[firstInterpreted + index].isInterpreted
                 }
             }
@@ -485,10 +487,10 @@ public struct StallDetector: Sendable {
             // Batch rule: only a held frame is a stall; no sample, no stall (a run whose
             // captures all fail must not become one long stall).
             guard let anchors = current.anchors, !anchors.isEmpty,
-                  current.anchoredSamples >= configuration.batchMinimumHeldSamples
+                current.anchoredSamples >= configuration.batchMinimumHeldSamples
             else { return [] }
         } else if configuration.usesStackRule, let anchors = current.anchors,
-           anchors.isEmpty || current.anchoredSamples < configuration.minimumHeldSamples
+            anchors.isEmpty || current.anchoredSamples < configuration.minimumHeldSamples
         {
             return []
         }
@@ -588,7 +590,8 @@ public struct StallDetector: Sendable {
     ) -> StallSnapshot {
         let breakdown = current.states.breakdown
         let threshold = configuration.threshold(for: current.phase)
-        let cause = current.deadlock
+        let cause =
+            current.deadlock
             ? StallReason.deadlock : configuration.classifier.classify(breakdown, threshold: threshold)
         let heaviest = current.heaviest.heaviest
         var snapshot = StallSnapshot(

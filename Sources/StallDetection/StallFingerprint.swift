@@ -18,7 +18,8 @@ public enum StallFingerprint {
         // Leaf frames in the C library or the vDSO (a clock read, a syscall wrapper) come and go
         // between samples of the same stall: the fingerprint starts at the program's own frame.
         // Above an interpreted frame the interpreter's own C frames vary the same way.
-        let start = frames.firstIndex(where: \.isInterpreted)
+        let start =
+            frames.firstIndex(where: \.isInterpreted)
             ?? frames.firstIndex { !SampledFrame.isSystemModule($0.module) } ?? 0
         for frame in frames[start...] where frame.function != previous {
             hash.add("\n")

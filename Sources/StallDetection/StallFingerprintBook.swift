@@ -62,7 +62,7 @@ public struct StallFingerprintBook: Codable, Hashable, Sendable {
         entry.lastSeen = counter
         var write = Self.isReportOccurrence(entry.occurrences)
         if write, minimumInterval > 0, let wallTime, let last = entry.lastReportWallTime,
-           wallTime - last < minimumInterval, wallTime >= last
+            wallTime - last < minimumInterval, wallTime >= last
         {
             write = false
         }

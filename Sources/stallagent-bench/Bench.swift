@@ -43,9 +43,11 @@ struct Bench: ParsableCommand {
     func run() throws {
         try runReportingErrors {
             let me = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
-            let fixturesURL = fixtures.map { URL(fileURLWithPath: $0) }
+            let fixturesURL =
+                fixtures.map { URL(fileURLWithPath: $0) }
                 ?? me.deletingLastPathComponent().appendingPathComponent("stall-fixtures")
-            let agentBinary = agent.map { URL(fileURLWithPath: $0) }
+            let agentBinary =
+                agent.map { URL(fileURLWithPath: $0) }
                 ?? me.deletingLastPathComponent().appendingPathComponent("stallagent")
             if let python {
                 var bench = PythonCaptureBenchmark(python: python)

@@ -13,7 +13,10 @@ public final class CaptureBenchmark {
     public let agentBinary: URL
     public var captures = 100
     public var rateHz = 20.0
-    public var log: (String) -> Void = { print($0); fflush(nil) }
+    public var log: (String) -> Void = {
+        print($0)
+        fflush(nil)
+    }
 
     public init(fixtures: URL, agentBinary: URL) {
         self.fixtures = fixtures
@@ -99,7 +102,10 @@ public final class CaptureBenchmark {
             self.log("  perf_event sample: not permitted here (root, CAP_PERFMON or perf_event_paranoid ≤ 1)")
         } else {
             let perf = micros(perfTimes.map { log.pause(during: $0 &- 20_000, $0 + 20_000) })
-            self.log(row("  perf_event sample", perf, String(format: "ratio to floor (p50): %.2fx; %d samples, 0 stops", floor.p50 > 0 ? perf.p50 / floor.p50 : 0, perfTimes.count)))
+            self.log(
+                row(
+                    "  perf_event sample", perf,
+                    String(format: "ratio to floor (p50): %.2fx; %d samples, 0 stops", floor.p50 > 0 ? perf.p50 / floor.p50 : 0, perfTimes.count)))
             lastPerfRatio = floor.p50 > 0 ? perf.p50 / floor.p50 : 0
         }
         self.log(row("  agent-side stop window", micros(agentPauses), "interrupt → detach, agent clock"))
@@ -182,8 +188,9 @@ public final class CaptureBenchmark {
         for (name, walls, windows) in results {
             let wall = Percentiles(walls.map { Double($0) / 1e6 })
             let pause = micros(windows.map { log.pause(during: $0.0, $0.1) })
-            self.log(name.padding(toLength: 30, withPad: " ", startingAt: 0)
-                + String(format: "  %10.1f          %10.1f  %10.1f", wall.p50, pause.p50, pause.max))
+            self.log(
+                name.padding(toLength: 30, withPad: " ", startingAt: 0)
+                    + String(format: "  %10.1f          %10.1f  %10.1f", wall.p50, pause.p50, pause.max))
         }
     }
 
@@ -194,8 +201,10 @@ public final class CaptureBenchmark {
         let (f1, c1) = try runningTarget("running target, shallow (spin-timed)", ["spin-timed"])
         let perfShallow = lastPerfRatio
         let (f2, c2) = try runningTarget("running target, deep (deep 120)", ["deep", "120"])
-        log(String(format: "\ngoal: capture pause ≤ 1.5x floor, independent of depth → shallow %.2fx, deep %.2fx; deep/shallow capture %.2fx",
-                   f1 > 0 ? c1 / f1 : 0, f2 > 0 ? c2 / f2 : 0, c1 > 0 ? c2 / c1 : 0))
+        log(
+            String(
+                format: "\ngoal: capture pause ≤ 1.5x floor, independent of depth → shallow %.2fx, deep %.2fx; deep/shallow capture %.2fx",
+                f1 > 0 ? c1 / f1 : 0, f2 > 0 ? c2 / f2 : 0, c1 > 0 ? c2 / c1 : 0))
         if let perfShallow, let perfDeep = lastPerfRatio {
             log(String(format: "goal: perf_event sample pause ≤ 0.5x floor, no stop → shallow %.2fx, deep %.2fx", perfShallow, perfDeep))
         }

@@ -11,7 +11,10 @@ import Glibc
 /// Python asyncio process that stall.
 struct DumpBenchmark {
     let agentBinary: URL
-    var log: (String) -> Void = { print($0); fflush(nil) }
+    var log: (String) -> Void = {
+        print($0)
+        fflush(nil)
+    }
 
     /// A program run for the measurement, stopped (and its files removed) by `stop`.
     struct Target {
@@ -74,7 +77,7 @@ struct DumpBenchmark {
         var seen = 0
         while Date() < deadline {
             if let text = try? String(contentsOfFile: "/proc/\(pid)/syscall", encoding: .utf8),
-               let number = Int(text.split(separator: " ").first ?? ""), idle.contains(number)
+                let number = Int(text.split(separator: " ").first ?? ""), idle.contains(number)
             {
                 seen += 1
                 if seen >= 3 { return true }
@@ -139,7 +142,7 @@ struct DumpBenchmark {
         }
         let cleanup: () -> Void = { _ = try? FileManager.default.removeItem(atPath: data) }
         guard let initdb = run(prefix + ["\(bin)/initdb", "-D", data, "-A", "trust", "-U", "postgres", "--no-sync"]),
-              initdb.status == 0
+            initdb.status == 0
         else {
             cleanup()
             return nil
@@ -219,13 +222,16 @@ struct DumpBenchmark {
             targets.append(("  same, 300k-line perf map", node, arguments, 300_000))
         }
         if FileManager.default.isExecutableFile(atPath: "/usr/bin/python3") {
-            targets.append((
-                "Python asyncio", "/usr/bin/python3",
-                ["-c",
-                 "import asyncio, time\ndef burn():\n    t = time.time()\n    while time.time() - t < 1.5: sum(i * i for i in range(10000))\n"
-                    + "async def main():\n    while True:\n        await asyncio.sleep(1.5)\n        burn()\nasyncio.run(main())"],
-                0
-            ))
+            targets.append(
+                (
+                    "Python asyncio", "/usr/bin/python3",
+                    [
+                        "-c",
+                        "import asyncio, time\ndef burn():\n    t = time.time()\n    while time.time() - t < 1.5: sum(i * i for i in range(10000))\n"
+                            + "async def main():\n    while True:\n        await asyncio.sleep(1.5)\n        burn()\nasyncio.run(main())",
+                    ],
+                    0
+                ))
         }
         for (name, executable, arguments, extraLines) in targets {
             let target = try Self.launch(name, executable, arguments)
@@ -256,7 +262,8 @@ struct DumpBenchmark {
         _ = try? handle.seekToEnd()
         var chunk = ""
         for index in 0..<lines {
-            chunk += String(0x1_0000_0000 + index * 0x100, radix: 16) + " 80 LazyCompile:*someFunctionName\(index) "
+            chunk +=
+                String(0x1_0000_0000 + index * 0x100, radix: 16) + " 80 LazyCompile:*someFunctionName\(index) "
                 + "/srv/app/node_modules/some-package/lib/module\(index % 500).js:\(index % 3000):\(index % 80)\n"
             if chunk.utf8.count > 1 << 20 {
                 try? handle.write(contentsOf: Data(chunk.utf8))

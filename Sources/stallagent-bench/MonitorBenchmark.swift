@@ -11,7 +11,10 @@ import Glibc
 public final class MonitorBenchmark {
     public let fixtures: URL
     public let agentBinary: URL
-    public var log: (String) -> Void = { print($0); fflush(nil) }
+    public var log: (String) -> Void = {
+        print($0)
+        fflush(nil)
+    }
 
     public init(fixtures: URL, agentBinary: URL) {
         self.fixtures = fixtures
@@ -83,8 +86,11 @@ public final class MonitorBenchmark {
         log("  default (sleeps until the thread wakes, where perf events are allowed): \(agentLine(summary))")
         log("  probing every 10 ms (--loop-turns stack-rule): \(agentLine(probing))")
         if let bareCPU, bareCPU > 0 {
-            log(String(format: "  CPU over the %d s: agent %.3f s (default), %.3f s (probing); bare C probe loop (stall-fixtures probe-loop) %.3f s → agent/bare %.2fx (default), %.2fx (probing)   goal: ≤ 1.1x",
-                       Int(seconds), agent, probe, bareCPU, agent / bareCPU, probe / bareCPU))
+            log(
+                String(
+                    format:
+                        "  CPU over the %d s: agent %.3f s (default), %.3f s (probing); bare C probe loop (stall-fixtures probe-loop) %.3f s → agent/bare %.2fx (default), %.2fx (probing)   goal: ≤ 1.1x",
+                    Int(seconds), agent, probe, bareCPU, agent / bareCPU, probe / bareCPU))
         }
         log("  target reports: \(eintr)        goal: 0 stops, 0 EINTR, RSS < 50 MB")
     }
@@ -144,11 +150,17 @@ public final class MonitorBenchmark {
         defer { try? FileManager.default.removeItem(atPath: options.reportDirectory) }
         let monitor = try StallMonitor(pid: fixture.pid, options: options, log: { _ in })
         let summary = monitor.run()
-        struct Step: Decodable { var kind: String; var start_mono: Double; var end_mono: Double; var seconds: Double }
+        struct Step: Decodable {
+            var kind: String
+            var start_mono: Double
+            var end_mono: Double
+            var seconds: Double
+        }
         let steps = ((try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "").split(separator: "\n")
             .compactMap { try? JSONDecoder().decode(Step.self, from: Data($0.utf8)) }
-        log("\nreport latency and duration accuracy (loop fixture, threshold 1 s, probe 10 ms)"
-            + (loopProbe ? ", WITH the LD_PRELOAD loop probe" : ", /proc probe only"))
+        log(
+            "\nreport latency and duration accuracy (loop fixture, threshold 1 s, probe 10 ms)"
+                + (loopProbe ? ", WITH the LD_PRELOAD loop probe" : ", /proc probe only"))
         log("  step      truth s   reported s   error ms   report on disk after threshold, ms")
         var errors: [Double] = []
         var latencies: [Double] = []
@@ -161,10 +173,14 @@ public final class MonitorBenchmark {
             let latency = stall.firstWrittenMonotonic.map { ($0 - (step.start_mono + options.threshold)) * 1000 }
             errors.append(abs(error))
             if let latency { latencies.append(latency) }
-            log("  \(step.kind.padding(toLength: 8, withPad: " ", startingAt: 0))  \(String(format: "%7.3f    %7.3f    %+7.2f      %7.1f", step.seconds, stall.duration, error, latency ?? .nan))")
+            log(
+                "  \(step.kind.padding(toLength: 8, withPad: " ", startingAt: 0))  \(String(format: "%7.3f    %7.3f    %+7.2f      %7.1f", step.seconds, stall.duration, error, latency ?? .nan))"
+            )
         }
-        log(String(format: "  worst |error| %.2f ms (goal ≤ 20 ms = 2 probe intervals); worst report latency %.1f ms (goal ≤ 100 ms)",
-                   errors.max() ?? .nan, latencies.max() ?? .nan))
+        log(
+            String(
+                format: "  worst |error| %.2f ms (goal ≤ 20 ms = 2 probe intervals); worst report latency %.1f ms (goal ≤ 100 ms)",
+                errors.max() ?? .nan, latencies.max() ?? .nan))
     }
 
     /// What the loop-turn evidence costs a saturated event loop (it turns ~300 times a
@@ -189,7 +205,7 @@ public final class MonitorBenchmark {
                     summaries[mode.name] = try runAgent(pid: fixture.pid, seconds: seconds + 0.6, extra: extra)
                 }
                 guard let line = fixture.waitForLine(prefix: "saturated", timeout: seconds + 10),
-                      let requests = Self.field(line, "requests"), let elapsed = Self.field(line, "seconds"), elapsed > 0
+                    let requests = Self.field(line, "requests"), let elapsed = Self.field(line, "seconds"), elapsed > 0
                 else { continue }
                 rates[mode.name, default: []].append(requests / elapsed)
             }
@@ -201,7 +217,8 @@ public final class MonitorBenchmark {
             let loss = base > 0 && mode.extra != nil ? String(format: "  loss %.2f %%", 100 * (base - rate) / base) : ""
             log(String(format: "  %-15@ requests/s median %.1f%@", mode.name as NSString, rate, loss))
             if let summary = summaries[mode.name] {
-                let loop = summary.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }
+                let loop =
+                    summary.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }
                     .first { $0.hasPrefix("loop:") } ?? "?"
                 log("    stalls: \(Self.stallCount(summary)); \(loop); \(agentLine(summary))")
             }
@@ -212,7 +229,7 @@ public final class MonitorBenchmark {
 
     private func redisLoopTurnCost(rounds: Int) throws {
         guard let server = ["/usr/bin/redis-server"].first(where: { FileManager.default.isExecutableFile(atPath: $0) }),
-              FileManager.default.isExecutableFile(atPath: "/usr/bin/redis-benchmark")
+            FileManager.default.isExecutableFile(atPath: "/usr/bin/redis-benchmark")
         else {
             log("  (Redis A/B skipped: apt-get install redis-server redis-tools)")
             return
@@ -260,8 +277,10 @@ public final class MonitorBenchmark {
                 if mode != "unwatched" {
                     let process = Process()
                     process.executableURL = agentBinary
-                    process.arguments = ["--pid", "\(redis.processIdentifier)", "--report-dir", dir,
-                                         "--loop-turns", mode == "stack rule" ? "stack-rule" : "kernel-counter"]
+                    process.arguments = [
+                        "--pid", "\(redis.processIdentifier)", "--report-dir", dir,
+                        "--loop-turns", mode == "stack rule" ? "stack-rule" : "kernel-counter",
+                    ]
                     process.standardError = try FileHandle(forWritingTo: err)
                     try process.run()
                     agent = process

@@ -14,7 +14,10 @@ public struct PythonCaptureBenchmark {
     public var captures = 200
     /// Python frames on the stack (a recursion under the spinning function).
     public var depth = 30
-    public var log: (String) -> Void = { print($0); fflush(nil) }
+    public var log: (String) -> Void = {
+        print($0)
+        fflush(nil)
+    }
 
     public init(python: String) { self.python = python }
 
@@ -76,8 +79,9 @@ public struct PythonCaptureBenchmark {
             }
             func row(_ label: String, _ values: [Double]?, _ extra: String = "") {
                 let p = Percentiles(values ?? [])
-                log(label.padding(toLength: 40, withPad: " ", startingAt: 0)
-                    + String(format: "%8.1f%8.1f%8.1f", p.p50, p.p90, p.p99) + "  " + extra)
+                log(
+                    label.padding(toLength: 40, withPad: " ", startingAt: 0)
+                        + String(format: "%8.1f%8.1f%8.1f", p.p50, p.p90, p.p99) + "  " + extra)
             }
             let seen = frames.sorted()
             let frameText = seen.isEmpty ? "-" : "\(seen[seen.count / 2]) (min \(seen.first!))"

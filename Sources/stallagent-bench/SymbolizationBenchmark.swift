@@ -10,7 +10,10 @@ import Glibc
 /// module costs, what every later frame costs, and the memory the tables keep.
 public struct SymbolizationBenchmark {
     public var lookups = 2000
-    public var log: (String) -> Void = { print($0); fflush(nil) }
+    public var log: (String) -> Void = {
+        print($0)
+        fflush(nil)
+    }
 
     public init() {}
 
@@ -77,7 +80,8 @@ public struct SymbolizationBenchmark {
         let size = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0
         let debug = symbols.debugImage != nil ? "+debug file" : (symbols.hasSourceLines ? "+DWARF" : "symtab only")
         let name = (path as NSString).lastPathComponent.padding(toLength: 26, withPad: " ", startingAt: 0)
-        let numbers = String(format: "%5.1f MB  %8.1f ms ", Double(size) / 1e6, Double(t1 - t0) / 1e6)
+        let numbers =
+            String(format: "%5.1f MB  %8.1f ms ", Double(size) / 1e6, Double(t1 - t0) / 1e6)
             + debug.padding(toLength: 12, withPad: " ", startingAt: 0)
             + String(
                 format: "%8.1f ms   %6.1f / %6.1f µs   %+6.1f MB", Double(t2 - t1) / 1e6, p.p50, p.p99,

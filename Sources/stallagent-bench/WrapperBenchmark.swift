@@ -11,7 +11,10 @@ import Glibc
 /// agent's peak RSS (VmHWM).
 public final class WrapperBenchmark {
     public let agentBinary: URL
-    public var log: (String) -> Void = { print($0); fflush(nil) }
+    public var log: (String) -> Void = {
+        print($0)
+        fflush(nil)
+    }
     private let work: URL
 
     public init(agentBinary: URL) {
@@ -49,7 +52,7 @@ public final class WrapperBenchmark {
         var cpu: Double?
         while process.isRunning {
             if wrapped, let stat = try? String(contentsOfFile: "/proc/\(process.processIdentifier)/stat", encoding: .utf8),
-               let close = stat.lastIndex(of: ")")
+                let close = stat.lastIndex(of: ")")
             {
                 let fields = stat[stat.index(after: close)...].split(separator: " ")
                 // Fields after the name: state is [0], utime [11], stime [12].
@@ -58,8 +61,8 @@ public final class WrapperBenchmark {
                 }
             }
             if wrapped, let text = try? String(contentsOfFile: "/proc/\(process.processIdentifier)/status", encoding: .utf8),
-               let line = text.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }),
-               let kb = UInt64(line.split(separator: " ").dropFirst().first ?? "")
+                let line = text.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }),
+                let kb = UInt64(line.split(separator: " ").dropFirst().first ?? "")
             {
                 peak = max(peak ?? 0, kb * 1024)
             }
@@ -88,8 +91,10 @@ public final class WrapperBenchmark {
         }
         let a = Percentiles(wrapped).p50
         let b = Percentiles(plain).p50
-        log(String(format: "  %@: wrapped %.3f s, unwrapped %.3f s (medians of %d) → %.3f×   agent CPU %.1f %% of the wrapped wall time   agent VmHWM %.1f MB",
-                   workload.name, a, b, rounds, b > 0 ? a / b : 0, 100 * Percentiles(agentShare).p50, Double(peak) / 1_048_576))
+        log(
+            String(
+                format: "  %@: wrapped %.3f s, unwrapped %.3f s (medians of %d) → %.3f×   agent CPU %.1f %% of the wrapped wall time   agent VmHWM %.1f MB",
+                workload.name, a, b, rounds, b > 0 ? a / b : 0, 100 * Percentiles(agentShare).p50, Double(peak) / 1_048_576))
     }
 
     /// ~80 C files of a few functions each and a Makefile, rebuilt from scratch each run.
@@ -150,24 +155,28 @@ public final class WrapperBenchmark {
         try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: work) }
         let rounds = quick ? 3 : 7
-        log("stallagent wrapper benchmark — \(ProcessInfo.processInfo.activeProcessorCount) CPUs, \(rounds) A/B rounds each"
-            + "   goal: wrapped ≤ 1.03× unwrapped, agent VmHWM ≤ 50 MB")
-        try measure(Workload(
-            name: "2000 × /bin/true",
-            command: ["/bin/sh", "-c", "i=0; while [ $i -lt 2000 ]; do /bin/true; i=$((i+1)); done"]), rounds: rounds)
+        log(
+            "stallagent wrapper benchmark — \(ProcessInfo.processInfo.activeProcessorCount) CPUs, \(rounds) A/B rounds each"
+                + "   goal: wrapped ≤ 1.03× unwrapped, agent VmHWM ≤ 50 MB")
+        try measure(
+            Workload(
+                name: "2000 × /bin/true",
+                command: ["/bin/sh", "-c", "i=0; while [ $i -lt 2000 ]; do /bin/true; i=$((i+1)); done"]), rounds: rounds)
         if Self.available(["make", "--version"]), Self.available(["cc", "--version"]) {
-            try measure(Workload(
-                name: "make -j2 (81 C files)",
-                command: ["/bin/sh", "-c", "make -s -C cproject clean && make -s -j2 -C cproject"],
-                prepare: makeProject), rounds: rounds)
+            try measure(
+                Workload(
+                    name: "make -j2 (81 C files)",
+                    command: ["/bin/sh", "-c", "make -s -C cproject clean && make -s -j2 -C cproject"],
+                    prepare: makeProject), rounds: rounds)
         } else {
             log("  make -j2: skipped (make or cc missing)")
         }
         if Self.available(["python3", "-c", "import pytest"]) {
-            try measure(Workload(
-                name: "pytest, 60 fast tests",
-                command: ["python3", "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_fast.py"],
-                prepare: pytestSuite), rounds: rounds)
+            try measure(
+                Workload(
+                    name: "pytest, 60 fast tests",
+                    command: ["python3", "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_fast.py"],
+                    prepare: pytestSuite), rounds: rounds)
         } else {
             log("  pytest: skipped (python3 cannot import pytest)")
         }

@@ -42,7 +42,8 @@ struct Demo: ParsableCommand {
                 Glibc.kill(process.pid, SIGKILL)
                 process.wait()
             }
-            FileHandleOutput.standardError("""
+            FileHandleOutput.standardError(
+                """
                 stallagent demo: started stall-fixtures [\(process.pid)], an event loop that will stall:
                   1.5 s on CPU (busy_compute)        → 0x8badf00d hang
                   1.2 s in nanosleep (blocking_sleep) → 0xbaadca11 blocked

@@ -40,10 +40,15 @@ struct Run: ParsableCommand {
     @Option(name: Settings.timeout.longName, parsing: .unconditional, help: Settings.timeout.argumentHelp)
     var timeout: SettingArgument<TimeSpan>?
 
-    @Option(name: .customLong("follow"), help: ArgumentHelp("Watch only descendants whose name contains NAME (repeatable); the command itself is always watched.", valueName: "name"))
+    @Option(
+        name: .customLong("follow"),
+        help: ArgumentHelp("Watch only descendants whose name contains NAME (repeatable); the command itself is always watched.", valueName: "name"))
     var follow: [String] = []
 
-    @Option(help: ArgumentHelp("Write a JUnit XML file: a failing testcase per stall and per process captured at --timeout (checked writable before the command starts).", valueName: "file"))
+    @Option(
+        help: ArgumentHelp(
+            "Write a JUnit XML file: a failing testcase per stall and per process captured at --timeout (checked writable before the command starts).",
+            valueName: "file"))
     var junit: String?
 
     @Option(name: Settings.batchThreshold.longName, parsing: .unconditional, help: Settings.batchThreshold.argumentHelp)

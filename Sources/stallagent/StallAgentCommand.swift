@@ -37,7 +37,7 @@ extension StallAgentCommand {
         var arguments = Array(CommandLine.arguments.dropFirst())
         let wrapping: Bool
         if let separator = arguments.firstIndex(of: "--"),
-           !subcommandNames.contains(arguments.first ?? ""), !arguments[..<separator].contains("--pid")
+            !subcommandNames.contains(arguments.first ?? ""), !arguments[..<separator].contains("--pid")
         {
             arguments.insert("run", at: 0)
             wrapping = true

@@ -188,12 +188,14 @@ struct Watch: ParsableCommand {
         if let config {
             let scopeFlags = [followChildren ? "--follow-children" : nil, mainProcessOnly ? "--main-process-only" : nil].compactMap { $0 }
             guard targetFlags.isEmpty, scopeFlags.isEmpty else {
-                throw ValidationError("--config lists the targets itself; drop \((targetFlags + scopeFlags).joined(separator: ", ")) (a target's 'processes: all|main' chooses what is watched)")
+                throw ValidationError(
+                    "--config lists the targets itself; drop \((targetFlags + scopeFlags).joined(separator: ", ")) (a target's 'processes: all|main' chooses what is watched)"
+                )
             }
             var configuration = try AgentConfiguration.load(path: config)
             if configuration.stateDirectory == nil { configuration.stateDirectory = stateDir ?? systemdState }
             if watch.reportDir == nil, configuration.monitor.reportDirectory == MonitorOptions().reportDirectory,
-               let state = systemdState
+                let state = systemdState
             {
                 configuration.monitor.reportDirectory = state + "/reports"
             }
@@ -201,9 +203,10 @@ struct Watch: ParsableCommand {
             return configuration
         }
         guard targetFlags.count == 1 else {
-            throw ValidationError(targetFlags.isEmpty
-                ? "nothing to watch: give --pid PID, --unit NAME, --pidfile FILE or --config FILE"
-                : "give one of \(targetFlags.joined(separator: ", ")) (several targets need --config)")
+            throw ValidationError(
+                targetFlags.isEmpty
+                    ? "nothing to watch: give --pid PID, --unit NAME, --pidfile FILE or --config FILE"
+                    : "give one of \(targetFlags.joined(separator: ", ")) (several targets need --config)")
         }
         if followChildren, pid.isEmpty {
             throw ValidationError("--follow-children goes with --pid (a --unit is watched as a whole already)")

@@ -13,7 +13,8 @@ public enum AgentResourceUsage {
     static func cpuAndPeak() -> (cpuSeconds: Double, peakResidentBytes: Int) {
         var usage = rusage()
         getrusage(RUSAGE_SELF.rawValue, &usage)
-        let cpu = Double(usage.ru_utime.tv_sec) + Double(usage.ru_utime.tv_usec) / 1e6
+        let cpu =
+            Double(usage.ru_utime.tv_sec) + Double(usage.ru_utime.tv_usec) / 1e6
             + Double(usage.ru_stime.tv_sec) + Double(usage.ru_stime.tv_usec) / 1e6
         return (cpu, peakResidentFromStatus() ?? usage.ru_maxrss * 1024)
     }
@@ -21,8 +22,8 @@ public enum AgentResourceUsage {
     /// "VmHWM:   26500 kB" from /proc/self/status.
     static func peakResidentFromStatus() -> Int? {
         guard let text = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
-              let line = text.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }),
-              let kib = Int(line.split(separator: " ").dropFirst().first ?? "")
+            let line = text.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }),
+            let kib = Int(line.split(separator: " ").dropFirst().first ?? "")
         else { return nil }
         return kib * 1024
     }

@@ -178,7 +178,8 @@ public final class CommandRunner {
         if outcome.isFailure {
             outcome.status = RunExitCode.timedOut
         } else if let status = childStatus {
-            outcome.status = status == 0 && options.onStall == .fail && !outcome.stalls.isEmpty
+            outcome.status =
+                status == 0 && options.onStall == .fail && !outcome.stalls.isEmpty
                 ? RunExitCode.stallsFound : status
             if let sig = childSignal, ForwardedSignals.fatal.contains(sig), ForwardedSignals.received(sig) {
                 outcome.dieOfSignal = sig
@@ -226,15 +227,15 @@ public final class CommandRunner {
             guard seen.count < 65_536, seen.insert(pid).inserted else { continue }
             queue += CommandRunner.children(of: pid)
             guard monitors[pid] == nil, !refused.contains(pid),
-                  let text = try? ProcFS.readText("/proc/\(pid)/stat", pid: pid),
-                  let stat = ProcThreadStat.parse(text), stat.state != "Z"
+                let text = try? ProcFS.readText("/proc/\(pid)/stat", pid: pid),
+                let stat = ProcThreadStat.parse(text), stat.state != "Z"
             else { continue }
             // A descendant younger than half the threshold cannot be a candidate yet, and most
             // of a build's or a test script's processes (cc1, as, sh, true) end sooner: watching
             // each from birth (opening its files, a first sample, its symbol tables) was most of
             // what wrapping cost them. Looked at again at the next discovery.
             if pid != child, let uptime,
-               uptime - Double(stat.startTicks) / CommandRunner.clockTicks < minimumDescendantAge
+                uptime - Double(stat.startTicks) / CommandRunner.clockTicks < minimumDescendantAge
             {
                 continue
             }

@@ -29,7 +29,8 @@ public enum GitHubActionsOutput {
         if let timeout = outcome.expiredTimeout {
             let title = "stallagent: --timeout \(String(format: "%.2f", timeout)) s expired"
             for snapshot in outcome.snapshots {
-                var message = "main thread of \(snapshot.name.terminalSafe)[\(snapshot.pid)] \(snapshot.activity.terminalSafe) in \(snapshot.topFunction.terminalSafe)"
+                var message =
+                    "main thread of \(snapshot.name.terminalSafe)[\(snapshot.pid)] \(snapshot.activity.terminalSafe) in \(snapshot.topFunction.terminalSafe)"
                 if let path = snapshot.reportPath { message += "\nreport: \(path)" }
                 lines.append("::error title=\(escapeProperty(title))::\(escapeData(message))")
             }
@@ -73,11 +74,13 @@ public enum GitHubActionsOutput {
         out += "| process | code | reason | duration | in | report |\n|---|---|---|---|---|---|\n"
         for summary in outcome.summaries {
             for stall in summary.stalls {
-                out += "| \(cell("\(summary.name)[\(summary.pid)]")) | `\(stall.reason.hexCode)` | \(stall.reason.name)\(stall.terminated ? " (terminated)" : "") | \(String(format: "%.2f s", stall.duration)) | `\(cell(stall.topFunction))` | \(cell(stall.reportPath ?? "(repeat, not rewritten)")) |\n"
+                out +=
+                    "| \(cell("\(summary.name)[\(summary.pid)]")) | `\(stall.reason.hexCode)` | \(stall.reason.name)\(stall.terminated ? " (terminated)" : "") | \(String(format: "%.2f s", stall.duration)) | `\(cell(stall.topFunction))` | \(cell(stall.reportPath ?? "(repeat, not rewritten)")) |\n"
             }
         }
         for snapshot in outcome.snapshots {
-            out += "| \(cell("\(snapshot.name)[\(snapshot.pid)]")) | `\(StallReason.snapshot.hexCode)` | timeout: \(cell(snapshot.activity)) | — | `\(cell(snapshot.topFunction))` | \(cell(snapshot.reportPath ?? "(not written)")) |\n"
+            out +=
+                "| \(cell("\(snapshot.name)[\(snapshot.pid)]")) | `\(StallReason.snapshot.hexCode)` | timeout: \(cell(snapshot.activity)) | — | `\(cell(snapshot.topFunction))` | \(cell(snapshot.reportPath ?? "(not written)")) |\n"
         }
         out += "\nReports: `\(cell(reportDirectory))`\n"
         return out
@@ -91,7 +94,7 @@ public enum GitHubActionsOutput {
             write((OutputLineStart.isAtLineStart(fd: 1) ? "" : "\n") + lines.map { $0 + "\n" }.joined())
         }
         if let path = ProcessInfo.processInfo.environment["GITHUB_STEP_SUMMARY"], !path.isEmpty,
-           let handle = FileHandle(forWritingAtPath: path)
+            let handle = FileHandle(forWritingAtPath: path)
         {
             handle.seekToEndOfFile()
             handle.write(Data(stepSummary(outcome: outcome, reportDirectory: reportDirectory).utf8))

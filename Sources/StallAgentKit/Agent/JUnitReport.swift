@@ -17,29 +17,39 @@ public enum JUnitReport {
         var cases: [Case] = []
         for summary in outcome.summaries {
             for stall in summary.stalls {
-                let name = "\(summary.name)[\(summary.pid)] stall #\(stall.id) \(stall.reason.name) in \(stall.topFunction)"
+                let name =
+                    "\(summary.name)[\(summary.pid)] stall #\(stall.id) \(stall.reason.name) in \(stall.topFunction)"
                     + (stall.terminated ? " (terminated)" : "")
-                let message = "\(stall.reason.hexCode) \(stall.reason.name): main thread of \(summary.name)[\(summary.pid)] stalled \(String(format: "%.2f", stall.duration)) s in \(stall.topFunction)"
+                let message =
+                    "\(stall.reason.hexCode) \(stall.reason.name): main thread of \(summary.name)[\(summary.pid)] stalled \(String(format: "%.2f", stall.duration)) s in \(stall.topFunction)"
                     + (stall.terminated ? " (terminated by --kill-after)" : "")
-                let body = stall.reportPath.flatMap { try? String(contentsOfFile: $0, encoding: .utf8) }
+                let body =
+                    stall.reportPath.flatMap { try? String(contentsOfFile: $0, encoding: .utf8) }
                     ?? "same stall as an earlier one (seen \(stall.occurrence)×); report not rewritten"
-                cases.append(Case(classname: "stallagent.\(summary.name)", name: name, time: stall.duration,
-                                  failure: (stall.reason.hexCode, message, body)))
+                cases.append(
+                    Case(
+                        classname: "stallagent.\(summary.name)", name: name, time: stall.duration,
+                        failure: (stall.reason.hexCode, message, body)))
             }
         }
         if let timeout = outcome.expiredTimeout {
             let limit = String(format: "%.2f", timeout)
             for snapshot in outcome.snapshots {
                 let message = "--timeout \(limit) s expired: main thread of \(snapshot.name)[\(snapshot.pid)] \(snapshot.activity) in \(snapshot.topFunction)"
-                let body = snapshot.reportPath.flatMap { try? String(contentsOfFile: $0, encoding: .utf8) }
+                let body =
+                    snapshot.reportPath.flatMap { try? String(contentsOfFile: $0, encoding: .utf8) }
                     ?? "the snapshot report could not be written; see the agent's warnings"
-                cases.append(Case(classname: "stallagent.\(snapshot.name)",
-                                  name: "\(snapshot.name)[\(snapshot.pid)] timed out after \(limit) s in \(snapshot.topFunction)",
-                                  time: seconds, failure: ("timeout", message, body)))
+                cases.append(
+                    Case(
+                        classname: "stallagent.\(snapshot.name)",
+                        name: "\(snapshot.name)[\(snapshot.pid)] timed out after \(limit) s in \(snapshot.topFunction)",
+                        time: seconds, failure: ("timeout", message, body)))
             }
             if outcome.snapshots.isEmpty {
-                cases.append(Case(classname: "stallagent", name: "\(command.first ?? "command") timed out after \(limit) s",
-                                  time: seconds, failure: ("timeout", "--timeout \(limit) s expired", "no watched process could be captured")))
+                cases.append(
+                    Case(
+                        classname: "stallagent", name: "\(command.first ?? "command") timed out after \(limit) s",
+                        time: seconds, failure: ("timeout", "--timeout \(limit) s expired", "no watched process could be captured")))
             }
         }
         if cases.isEmpty {
@@ -49,8 +59,10 @@ public enum JUnitReport {
         let time = String(format: "%.3f", seconds)
         var xml = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
         xml += "<testsuites name=\"stallagent\" tests=\"\(cases.count)\" failures=\"\(failures)\" time=\"\(time)\">\n"
-        xml += "  <testsuite name=\"stallagent: main-thread stalls\" tests=\"\(cases.count)\" failures=\"\(failures)\" errors=\"0\" skipped=\"0\" time=\"\(time)\">\n"
-        xml += "    <properties><property name=\"command\" value=\"\(escape(command.joined(separator: " ")))\"/>"
+        xml +=
+            "  <testsuite name=\"stallagent: main-thread stalls\" tests=\"\(cases.count)\" failures=\"\(failures)\" errors=\"0\" skipped=\"0\" time=\"\(time)\">\n"
+        xml +=
+            "    <properties><property name=\"command\" value=\"\(escape(command.joined(separator: " ")))\"/>"
             + "<property name=\"exit-status\" value=\"\(outcome.status)\"/></properties>\n"
         for item in cases {
             let open = "    <testcase classname=\"\(escape(item.classname))\" name=\"\(escape(item.name))\" time=\"\(String(format: "%.3f", item.time))\""

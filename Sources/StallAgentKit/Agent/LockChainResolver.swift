@@ -15,7 +15,7 @@ struct LockChainResolver {
         while chain.count <= maxLength {
             let (_, _, classification) = inspector.classify(tid: current)
             guard classification.activity == .lockWait, let futex = classification.futexAddress,
-                  let owner = inspector.lockOwner(futexAddress: futex)
+                let owner = inspector.lockOwner(futexAddress: futex)
             else { break }
             if chain.contains(owner.tid) {
                 chain.append(owner.tid)

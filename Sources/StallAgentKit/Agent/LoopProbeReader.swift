@@ -25,7 +25,7 @@ public final class LoopProbeReader {
     /// Finds the probe in the target's modules; nil when it was not preloaded.
     public init?(pid: Int32, modules: ProcessModules) {
         guard let module = modules.modules.first(where: { $0.name.hasPrefix("libstallprobe") }),
-              let offset = module.image?.address(ofSymbol: "stallprobe_state")
+            let offset = module.image?.address(ofSymbol: "stallprobe_state")
         else { return nil }
         self.pid = pid
         address = offset &+ module.bias

@@ -70,27 +70,34 @@ public struct MonitorSummary: Sendable {
             }
             lines.append("  by reason: " + byReason.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", "))
             if let worst = stalls.max(by: { $0.duration < $1.duration }) {
-                lines.append("  worst: #\(worst.id) \(worst.reason.hexCode) \(worst.reason.name) \(Format.seconds(worst.duration)) in \(worst.topFunction.terminalSafe)")
+                lines.append(
+                    "  worst: #\(worst.id) \(worst.reason.hexCode) \(worst.reason.name) \(Format.seconds(worst.duration)) in \(worst.topFunction.terminalSafe)")
             }
             for stall in stalls {
-                lines.append("  #\(stall.id) \(stall.reason.hexCode) \(stall.reason.name.padding(toLength: 8, withPad: " ", startingAt: 0)) \(Format.seconds(stall.duration).padding(toLength: 8, withPad: " ", startingAt: 0)) \(stall.topFunction)"
-                    + (stall.reportPath.map { "  \($0)" }
-                        ?? (stall.occurrence > 1
-                            ? "  (same as an earlier stall; seen \(stall.occurrence)×, report not rewritten)"
-                            : "  (report could not be written; see the warning above)")))
+                lines.append(
+                    "  #\(stall.id) \(stall.reason.hexCode) \(stall.reason.name.padding(toLength: 8, withPad: " ", startingAt: 0)) \(Format.seconds(stall.duration).padding(toLength: 8, withPad: " ", startingAt: 0)) \(stall.topFunction)"
+                        + (stall.reportPath.map { "  \($0)" }
+                            ?? (stall.occurrence > 1
+                                ? "  (same as an earlier stall; seen \(stall.occurrence)×, report not rewritten)"
+                                : "  (report could not be written; see the warning above)"))
+                )
             }
             if total > stalls.count { lines.append("  … \(total - stalls.count) shorter stalls not listed") }
         }
         if let evidence = loopTurnEvidence, watchedSeconds > 0 {
             let busy = 100 * min(1, busySeconds / watchedSeconds)
-            lines.append(String(format: "  loop: %@%llu turns (%.1f/s), busy %.1f %% of the time, longest turn %.2f s; turns from the %@",
-                                evidence == .stackRule ? "≥ " : "", loopTurns, Double(loopTurns) / watchedSeconds, busy,
-                                longestTurn, evidence.rawValue))
+            lines.append(
+                String(
+                    format: "  loop: %@%llu turns (%.1f/s), busy %.1f %% of the time, longest turn %.2f s; turns from the %@",
+                    evidence == .stackRule ? "≥ " : "", loopTurns, Double(loopTurns) / watchedSeconds, busy,
+                    longestTurn, evidence.rawValue))
         }
         lines.append("  reports: \(reportDirectory)")
-        lines.append(String(format: "  agent: %d samples, %d with a ptrace stop, CPU %.2f s (%.2f %% of a core), peak RSS %.1f MB",
-                            samples, capturesWithStop, agentCPUSeconds,
-                            watchedSeconds > 0 ? 100 * agentCPUSeconds / watchedSeconds : 0, Double(peakResidentBytes) / 1_048_576))
+        lines.append(
+            String(
+                format: "  agent: %d samples, %d with a ptrace stop, CPU %.2f s (%.2f %% of a core), peak RSS %.1f MB",
+                samples, capturesWithStop, agentCPUSeconds,
+                watchedSeconds > 0 ? 100 * agentCPUSeconds / watchedSeconds : 0, Double(peakResidentBytes) / 1_048_576))
         return lines.joined(separator: "\n")
     }
 }

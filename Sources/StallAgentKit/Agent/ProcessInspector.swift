@@ -138,7 +138,7 @@ public final class ProcessInspector {
         var owner: Int32 = 0
         let n = withUnsafeMutableBytes(of: &owner) { TargetMemory.read(pid: pid, address: futexAddress + 8, into: $0) }
         guard n == 4, owner > 0, ProcFS.exists(pid: owner),
-              access("/proc/\(pid)/task/\(owner)", F_OK) == 0
+            access("/proc/\(pid)/task/\(owner)", F_OK) == 0
         else { return nil }
         return ThreadDump.LockOwner(tid: owner, name: threadName(owner))
     }
@@ -197,8 +197,8 @@ public final class ProcessInspector {
     private func perfSample(tid: Int32, probe: ThreadProbeFiles?) -> (ThreadSnapshot, UnwoundStack)? {
         // The probe's last read of the syscall file, not a new one: it was read this probe.
         guard let sampler = perfSamplers[tid], sampler.isEnabled, probe?.lastSyscall == .running,
-              let snapshot = sampler.latest(pid: pid),
-              MonotonicTime.nanos() &- snapshot.timeNanos < 1_000_000_000
+            let snapshot = sampler.latest(pid: pid),
+            MonotonicTime.nanos() &- snapshot.timeNanos < 1_000_000_000
         else { return nil }
         let stack = unwind(snapshot)
         // The kernel copies at most 64 KiB of stack: a deeper one is taken with a stop.
@@ -225,12 +225,12 @@ public final class ProcessInspector {
                 // Re-read the maps only when a frame lies outside every known module (dlopen,
                 // exec); a stack that ends early inside known code would re-read them per sample.
                 if stack.end != .complete, stack.frames.contains(where: { modules.module(containing: $0.address) == nil }),
-                   try refreshModules()
+                    try refreshModules()
                 {
                     stack = unwind(snapshot)
                 }
                 if snapshot.method == .withoutStop, stack.end == .missingRegister, allowStop,
-                   activity != .stopped, TransparentRestart.allowsStop(snapshot.syscall, fileKind: fileKind)
+                    activity != .stopped, TransparentRestart.allowsStop(snapshot.syscall, fileKind: fileKind)
                 {
                     let stopped = try capturer.captureStopped(
                         pid: pid, tid: tid, stackEnd: stackEnd, interpreter: interpreter)
@@ -255,7 +255,8 @@ public final class ProcessInspector {
     public func unwind(_ snapshot: ThreadSnapshot) -> UnwoundStack {
         var stack = unwinder.unwind(snapshot)
         if readsPythonFrames, let reader = python {
-            stack.python = snapshot.interpreterChain.map(reader.resolve)
+            stack.python =
+                snapshot.interpreterChain.map(reader.resolve)
                 ?? reader.unsupportedNote.map { PythonStack(activations: [], note: $0, version: reader.version) }
         }
         return stack

@@ -38,7 +38,8 @@ public enum ReportTime {
         fileStamp(local(date).0)
     }
 
-    static func fileStamp(_ t: tm) -> String { day(t, "") + "-" + pad(Int(t.tm_hour), 2) + pad(Int(t.tm_min), 2) + pad(Int(t.tm_sec), 2)
+    static func fileStamp(_ t: tm) -> String {
+        day(t, "") + "-" + pad(Int(t.tm_hour), 2) + pad(Int(t.tm_min), 2) + pad(Int(t.tm_sec), 2)
     }
 
     /// Broken-down local time and milliseconds, truncated as DateFormatter does.

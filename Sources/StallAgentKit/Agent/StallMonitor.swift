@@ -218,9 +218,9 @@ public final class StallMonitor {
     /// Seconds since the process started, from its start time in clock ticks since boot.
     static func processAge(pid: Int32) -> Double? {
         guard let statText = try? ProcFS.readText("/proc/\(pid)/stat", pid: pid),
-              let stat = ProcThreadStat.parse(statText),
-              let uptimeText = try? ProcFS.readText("/proc/uptime"),
-              let uptime = Double(uptimeText.split(separator: " ").first ?? "")
+            let stat = ProcThreadStat.parse(statText),
+            let uptimeText = try? ProcFS.readText("/proc/uptime"),
+            let uptime = Double(uptimeText.split(separator: " ").first ?? "")
         else { return nil }
         return uptime - Double(stat.startTicks) / Double(sysconf(Int32(_SC_CLK_TCK)))
     }
@@ -251,7 +251,6 @@ public final class StallMonitor {
         }
         return end()
     }
-
 
     /// The file stem of the report of the stall in progress, which retention must not delete.
     public var openReportStem: String? {
@@ -318,8 +317,9 @@ public final class StallMonitor {
             // mapped anew (a daemon re-exec'ing itself; or, under load, a mapping first read
             // mid-exec): its identity is read again, but a stall in progress is kept.
             if (try? inspector.refreshModules()) == true {
-                if executableChanged() || (inspector.execCount != execCount
-                    && (inspector.name != processInfo.name || inspector.executablePath != processInfo.path))
+                if executableChanged()
+                    || (inspector.execCount != execCount
+                        && (inspector.name != processInfo.name || inspector.executablePath != processInfo.path))
                 {
                     noteExec(at: now)
                 } else if inspector.execCount != execCount {
@@ -343,7 +343,9 @@ public final class StallMonitor {
         (processInfo, threadInfo) = StallMonitor.identity(of: inspector, redactArgv: options.redactArgv, unit: options.unit)
         summary.name = processInfo.name
         if !options.quiet {
-            log("stallagent: \(before.terminalSafe) [\(inspector.pid)] exec'd \((processInfo.path ?? processInfo.name).terminalSafe); reports now name it \(processInfo.name.terminalSafe)")
+            log(
+                "stallagent: \(before.terminalSafe) [\(inspector.pid)] exec'd \((processInfo.path ?? processInfo.name).terminalSafe); reports now name it \(processInfo.name.terminalSafe)"
+            )
         }
         frameCache.removeAll()
         canonicalWaitSites.removeAll()
@@ -388,12 +390,13 @@ public final class StallMonitor {
         func feed(_ nanos: UInt64, _ activity: ThreadActivity) {
             let time = Double(nanos) / 1e9
             guard nanos > 0, time > lastFedTime, time < observation.time else { return }
-            handle(detector.observe(
-                ThreadObservation(time: time, activity: activity, cpuNanos: observation.cpuNanos, runQueueNanos: observation.runQueueNanos)))
+            handle(
+                detector.observe(
+                    ThreadObservation(time: time, activity: activity, cpuNanos: observation.cpuNanos, runQueueNanos: observation.runQueueNanos)))
             lastFedTime = time
         }
         if state.iterations > previous, detector.isInEpisode,
-           state.iterations - previous <= UInt64(LoopProbeReader.ringSize)
+            state.iterations - previous <= UInt64(LoopProbeReader.ringSize)
         {
             feed(state.wait(number: previous + 1).waitNanos, .idle)
         }
@@ -480,9 +483,9 @@ public final class StallMonitor {
         if activity == .idle, waitVerdict == .nested {
             activity = lastWaitSite.map { lockWaitSites.contains($0) } == true ? .lockWait : .blockedCall
         } else if activity == .blockedCall, let number = syscall?.syscallNumber,
-                  StallMonitor.parkingSyscalls.contains(number)
-                    || (options.childWaitsAreParking && StallMonitor.childWaitSyscalls.contains(number)),
-                  !homeWaits.knowsLoop
+            StallMonitor.parkingSyscalls.contains(number)
+                || (options.childWaitsAreParking && StallMonitor.childWaitSyscalls.contains(number)),
+            !homeWaits.knowsLoop
         {
             activity = .idle
         } else if activity == .running, ioHint {
@@ -494,7 +497,7 @@ public final class StallMonitor {
             activity = .blockedCall
         }
         if activity == .blockedCall, detector.phase == .batch, let number = syscall?.syscallNumber,
-           StallMonitor.childWaitSyscalls.contains(number)
+            StallMonitor.childWaitSyscalls.contains(number)
         {
             // A batch parent waiting for its child (a shell running a test binary, make's
             // recursion) is not stalled: the child is watched itself. The clock pauses as if
@@ -520,7 +523,7 @@ public final class StallMonitor {
             state: state, syscall: syscall, fileKind: { fd in inspector.fileKind(fd) }
         ).activity
         if !options.idleFramePatterns.isEmpty, activity.isBusy, activity != .running, let syscall,
-           isIdleByFrame(syscall: syscall)
+            isIdleByFrame(syscall: syscall)
         {
             activity = .idle
         }
@@ -551,7 +554,7 @@ public final class StallMonitor {
         lastHomeWait = nil
         let verdict = waitSiteVerdictUncached(syscall, turned: turned)
         if verdict == .home, let site = lastWaitSite,
-           loopTurnEvidence != .stackRule || learnedLoopSites.contains(site)
+            loopTurnEvidence != .stackRule || learnedLoopSites.contains(site)
         {
             lastHomeWait = (syscall, site)
         }
@@ -571,7 +574,7 @@ public final class StallMonitor {
     /// read once more, armed, so a wait that ended in between is never slept through.
     public func armWakeUp() -> Int32? {
         guard stillInHomeWait, !finished, let counter = turnCounter, let home = lastHomeWait,
-              !detector.isInEpisode, !wakerRefused
+            !detector.isInEpisode, !wakerRefused
         else { return nil }
         if waker == nil {
             do {
@@ -594,7 +597,7 @@ public final class StallMonitor {
 
     private func waitSiteVerdictUncached(_ syscall: ProcSyscallInfo, turned: Bool) -> HomeWaitTracker.Verdict? {
         guard let number = syscall.syscallNumber, classifier.idleSyscalls.contains(number),
-              let sp = syscall.stackPointer, let pc = syscall.programCounter
+            let sp = syscall.stackPointer, let pc = syscall.programCounter
         else {
             lastWaitSite = nil
             return nil
@@ -603,7 +606,7 @@ public final class StallMonitor {
         let verdict = homeWaits.classify(site, newEntry: turned || lastWaitSite != site)
         lastWaitSite = site
         if verdict == .home, loopTurnEvidence == .stackRule, !learnedLoopSites.contains(site),
-           learnedLoopSites.count < 16, let stack = freshStack ?? stopFreeStack(syscall)
+            learnedLoopSites.count < 16, let stack = freshStack ?? stopFreeStack(syscall)
         {
             learnLoopFrames(site: site, stack: stack)
         }
@@ -625,7 +628,8 @@ public final class StallMonitor {
         var site = raw
         if frames.count >= 2 {
             let wrapper = inspector.modules.module(containing: frames[0].address)?.start
-            let caller = frames.dropFirst().first { inspector.modules.module(containing: $0.address)?.start != wrapper }
+            let caller =
+                frames.dropFirst().first { inspector.modules.module(containing: $0.address)?.start != wrapper }
                 ?? frames[1]
             site = HomeWaitTracker.Site(pc: caller.address, sp: caller.stackPointer)
         }
@@ -729,9 +733,9 @@ public final class StallMonitor {
             }
             lockHintSyscall = nil
             if activity == .blockedCall || activity == .lockWait, let info = snapshot.syscall, info.syscallNumber == 202,
-               sampled.contains(where: { frame in
-                   StallMonitor.lockAcquireFrames.contains { GlobPattern.matches($0, frame.function) }
-               })
+                sampled.contains(where: { frame in
+                    StallMonitor.lockAcquireFrames.contains { GlobPattern.matches($0, frame.function) }
+                })
             {
                 lockHintSyscall = info
             }
@@ -742,7 +746,8 @@ public final class StallMonitor {
             episodeFailed += 1
             if tracedBy != tracer {
                 tracedBy = tracer
-                let name = (try? ProcFS.readText("/proc/\(tracer)/comm", pid: tracer))?
+                let name =
+                    (try? ProcFS.readText("/proc/\(tracer)/comm", pid: tracer))?
                     .trimmingCharacters(in: .whitespacesAndNewlines) ?? "?"
                 samplingNote = "cannot sample: traced by PID \(tracer) (\(name))"
                 log("stallagent: \(inspector.name.terminalSafe) [\(inspector.pid)]: \(samplingNote!.terminalSafe); stalls are still timed from /proc")
@@ -787,7 +792,7 @@ public final class StallMonitor {
         if let (number, _) = snapshot.interruptedSyscall, classifier.idleSyscalls.contains(number) {
             raw = HomeWaitTracker.Site(pc: snapshot.registers.pc, sp: snapshot.registers.sp)
         } else if let info = snapshot.syscall, let number = info.syscallNumber, classifier.idleSyscalls.contains(number),
-                  let sp = info.stackPointer, let pc = info.programCounter
+            let sp = info.stackPointer, let pc = info.programCounter
         {
             raw = HomeWaitTracker.Site(pc: pc, sp: sp)
         }
@@ -827,7 +832,8 @@ public final class StallMonitor {
                 buildId: nil, moduleOffset: nil, function: frame.function, functionOffset: nil, approximate: false,
                 language: frame.language)
         }
-        var symbolized = cached
+        var symbolized =
+            cached
             ?? inspector.symbolizer.symbolize(
                 UnwoundFrame(address: frame.address, stackPointer: frame.cfa, isSignalFrame: false), index: index)
         symbolized.index = index
@@ -848,13 +854,16 @@ public final class StallMonitor {
                 refreshLockOwner(for: snapshot)
                 let report = write(snapshot)
                 if let stallEvents {
-                    stallEvents(.detected(
-                        report: report, reportPath: decision.shouldWriteReport ? reportPaths[snapshot.id]?.text : nil,
-                        message: "stall #\(snapshot.id) in \(inspector.name)[\(inspector.pid)] detected: main thread \(describe(snapshot, report)) for \(Format.seconds(snapshot.duration)) so far"
-                            + (decision.shouldWriteReport ? "" : " (seen before: \(decision.occurrence)×)")))
+                    stallEvents(
+                        .detected(
+                            report: report, reportPath: decision.shouldWriteReport ? reportPaths[snapshot.id]?.text : nil,
+                            message:
+                                "stall #\(snapshot.id) in \(inspector.name)[\(inspector.pid)] detected: main thread \(describe(snapshot, report)) for \(Format.seconds(snapshot.duration)) so far"
+                                + (decision.shouldWriteReport ? "" : " (seen before: \(decision.occurrence)×)")))
                 } else if !options.quiet {
-                    log("stallagent: stall #\(snapshot.id) in \(inspector.name.terminalSafe)[\(inspector.pid)] detected: main thread \(describe(snapshot, report)) for \(Format.seconds(snapshot.duration)) so far"
-                        + (decision.shouldWriteReport ? "" : " (seen before: \(decision.occurrence)×)"))
+                    log(
+                        "stallagent: stall #\(snapshot.id) in \(inspector.name.terminalSafe)[\(inspector.pid)] detected: main thread \(describe(snapshot, report)) for \(Format.seconds(snapshot.duration)) so far"
+                            + (decision.shouldWriteReport ? "" : " (seen before: \(decision.occurrence)×)"))
                 }
             case .stallUpdated(let snapshot):
                 refreshLockOwner(for: snapshot)
@@ -921,7 +930,8 @@ public final class StallMonitor {
     private func write(_ snapshot: StallSnapshot) -> StallReport {
         let report = StallReport(snapshot: snapshot, context: context(for: snapshot))
         guard decisions[snapshot.id]?.shouldWriteReport ?? true else { return report }
-        let folded = options.writeFolded
+        let folded =
+            options.writeFolded
             ? FoldedStackRenderer.render(snapshot, resolve: { $0.function }) : nil
         do {
             let paths = try writer.write(report, folded: folded)
@@ -969,7 +979,7 @@ public final class StallMonitor {
 
     private func checkKillAfter(at now: Double) {
         guard let limit = options.killAfter, let id = detector.currentStallID, let age = detector.episodeAge,
-              age >= limit
+            age >= limit
         else { return }
         if kill == nil || kill?.stallID != id {
             log("stallagent: stall #\(id) has lasted \(Format.seconds(age)) (--kill-after \(Format.seconds(limit))): sending SIGABRT to \(inspector.pid)")

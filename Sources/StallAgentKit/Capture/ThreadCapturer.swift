@@ -236,9 +236,11 @@ public final class ThreadCapturer {
         var length = options.maxStackBytes
         if let end = stackEnd(sp), end > sp { length = min(length, Int(end - sp)) }
         if scratch.count < length { scratch = [UInt8](repeating: 0, count: length) }
-        return max(0, scratch.withUnsafeMutableBytes {
-            TargetMemory.read(pid: pid, address: sp, into: UnsafeMutableRawBufferPointer(rebasing: $0[0..<length]))
-        })
+        return max(
+            0,
+            scratch.withUnsafeMutableBytes {
+                TargetMemory.read(pid: pid, address: sp, into: UnsafeMutableRawBufferPointer(rebasing: $0[0..<length]))
+            })
     }
 
     private func seizeError(_ code: Int32, pid: Int32, tid: Int32) -> StallAgentError {
@@ -247,10 +249,10 @@ public final class ThreadCapturer {
         case EPERM, EACCES:
             // An exiting process refuses PTRACE_SEIZE with EPERM too.
             guard let statusText = try? ProcFS.readText("/proc/\(pid)/status", pid: pid),
-                  let processStatus = ProcStatus.parse(statusText), processStatus.state != "Z", processStatus.state != "X"
+                let processStatus = ProcStatus.parse(statusText), processStatus.state != "Z", processStatus.state != "X"
             else { return .targetExited(pid: pid) }
             if let status = try? ProcFS.readText("/proc/\(pid)/task/\(tid)/status", pid: pid),
-               let parsed = ProcStatus.parse(status), parsed.tracerPid != 0, parsed.tracerPid != getpid()
+                let parsed = ProcStatus.parse(status), parsed.tracerPid != 0, parsed.tracerPid != getpid()
             {
                 return .alreadyTraced(pid: pid, tracer: parsed.tracerPid)
             }

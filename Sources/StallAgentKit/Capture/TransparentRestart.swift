@@ -23,7 +23,7 @@ public enum TransparentRestart {
         guard case .inSyscall(let number, let arguments, _, _) = syscall else { return false }
         if always.contains(number) { return true }
         guard onNonSockets.contains(number), let fd = arguments.first, fd < 1 << 20,
-              let kind = fileKind(Int(fd))
+            let kind = fileKind(Int(fd))
         else { return false }
         return !kind.hasPrefix("socket:")
     }

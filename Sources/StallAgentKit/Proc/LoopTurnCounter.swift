@@ -25,7 +25,9 @@ public final class LoopTurnCounter {
             switch self {
             case .noTracefs(let why): return "tracefs is not available (\(why))"
             case .noTracepoints: return "this kernel has no syscall tracepoints (CONFIG_FTRACE_SYSCALLS)"
-            case .notPermitted(let why): return "perf_event_open on syscall tracepoints was refused (\(why)); it needs root, CAP_PERFMON (with CAP_DAC_READ_SEARCH for tracefs) or kernel.perf_event_paranoid ≤ -1"
+            case .notPermitted(let why):
+                return
+                    "perf_event_open on syscall tracepoints was refused (\(why)); it needs root, CAP_PERFMON (with CAP_DAC_READ_SEARCH for tracefs) or kernel.perf_event_paranoid ≤ -1"
             case .failed(let why): return "perf_event_open failed: \(why)"
             }
         }
@@ -123,8 +125,7 @@ public final class LoopTurnCounter {
         }
         if Self.exists("/sys/kernel/tracing") {
             if geteuid() != 0 { throw Unavailable.noTracefs("not mounted at /sys/kernel/tracing; only root can mount it") }
-            if mount("nodev", "/sys/kernel/tracing", "tracefs", 0, nil) == 0, Self.exists("/sys/kernel/tracing/events")
-            {
+            if mount("nodev", "/sys/kernel/tracing", "tracefs", 0, nil) == 0, Self.exists("/sys/kernel/tracing/events") {
                 return "/sys/kernel/tracing"
             }
             let error = errno

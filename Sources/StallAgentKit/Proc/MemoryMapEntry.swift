@@ -27,12 +27,12 @@ public struct MemoryMapEntry: Equatable, Sendable {
             return word
         }
         guard let range = nextWord(), let perms = nextWord(), let offset = nextWord(),
-              let device = nextWord(), let inode = nextWord(),
-              let dash = range.firstIndex(of: "-"),
-              let start = UInt64(range[..<dash], radix: 16),
-              let end = UInt64(range[range.index(after: dash)...], radix: 16),
-              let fileOffset = UInt64(offset, radix: 16), let inodeNumber = UInt64(inode),
-              perms.count >= 3
+            let device = nextWord(), let inode = nextWord(),
+            let dash = range.firstIndex(of: "-"),
+            let start = UInt64(range[..<dash], radix: 16),
+            let end = UInt64(range[range.index(after: dash)...], radix: 16),
+            let fileOffset = UInt64(offset, radix: 16), let inodeNumber = UInt64(inode),
+            perms.count >= 3
         else { return nil }
         // The kernel escapes a newline in a path as \012 (seq_file_path): undo it so the file
         // can be opened.

@@ -9,7 +9,7 @@ public struct ProcSchedstat: Equatable, Sendable {
     public static func parse(_ text: Substring) -> ProcSchedstat? {
         let words = text.split(whereSeparator: { $0 == " " || $0 == "\n" })
         guard words.count >= 3, let cpu = UInt64(words[0]), let wait = UInt64(words[1]),
-              let slices = UInt64(words[2])
+            let slices = UInt64(words[2])
         else { return nil }
         return ProcSchedstat(cpuNanos: cpu, runQueueNanos: wait, timeslices: slices)
     }

@@ -23,7 +23,7 @@ public struct ProcStatus: Equatable, Sendable {
             fields[key].flatMap { Int32($0.prefix(while: { $0 != " " && $0 != "\t" })) }
         }
         guard let name = fields["Name"], let state = fields["State"]?.first,
-              let tgid = int("Tgid"), let pid = int("Pid")
+            let tgid = int("Tgid"), let pid = int("Pid")
         else { return nil }
         let uid = fields["Uid"].flatMap { UInt32($0.prefix(while: { $0 != "\t" && $0 != " " })) } ?? 0
         return ProcStatus(

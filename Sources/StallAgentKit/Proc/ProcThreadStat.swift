@@ -25,10 +25,10 @@ public struct ProcThreadStat: Equatable, Sendable {
         // rest[0] is field 3 (state); field N is rest[N - 3].
         func field(_ n: Int) -> Substring? { n - 3 < rest.count ? rest[n - 3] : nil }
         guard let state = field(3)?.first,
-              let ppid = field(4).flatMap({ Int32($0) }),
-              let utime = field(14).flatMap({ UInt64($0) }),
-              let stime = field(15).flatMap({ UInt64($0) }),
-              let start = field(22).flatMap({ UInt64($0) })
+            let ppid = field(4).flatMap({ Int32($0) }),
+            let utime = field(14).flatMap({ UInt64($0) }),
+            let stime = field(15).flatMap({ UInt64($0) }),
+            let start = field(22).flatMap({ UInt64($0) })
         else { return nil }
         let processor = field(39).flatMap { Int32($0) } ?? -1
         return ProcThreadStat(

@@ -65,7 +65,7 @@ public final class ThreadProbeFiles {
             return nil
         }
         if n == lastSyscallBytes.count, let last = lastSyscall,
-           buffer.withUnsafeBytes({ new in lastSyscallBytes.withUnsafeBytes { memcmp(new.baseAddress!, $0.baseAddress!, n) == 0 } })
+            buffer.withUnsafeBytes({ new in lastSyscallBytes.withUnsafeBytes { memcmp(new.baseAddress!, $0.baseAddress!, n) == 0 } })
         {
             return last
         }

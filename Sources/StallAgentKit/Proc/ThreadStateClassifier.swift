@@ -46,7 +46,9 @@ public struct ThreadStateClassifier: Sendable {
         case .running:
             return Result(activity: state == "D" ? .ioWait : .running, detail: state == "D" ? "in uninterruptible wait" : "running", futexAddress: nil)
         case .blockedOutsideSyscall:
-            return Result(activity: state == "D" ? .ioWait : .blockedCall, detail: state == "D" ? "in uninterruptible wait (page fault?)" : "blocked outside a system call", futexAddress: nil)
+            return Result(
+                activity: state == "D" ? .ioWait : .blockedCall,
+                detail: state == "D" ? "in uninterruptible wait (page fault?)" : "blocked outside a system call", futexAddress: nil)
         case .inSyscall(let number, let arguments, _, _):
             let name = ProcSyscallInfo.name(ofSyscall: number)
             if idleSyscalls.contains(number) && state != "D" {
@@ -62,7 +64,9 @@ public struct ThreadStateClassifier: Sendable {
                 if ((op == 0 || op == 9) && value == 2) || op == 6 || op == 13 {
                     return Result(activity: .lockWait, detail: "waiting on lock 0x\(String(arguments[0], radix: 16))", futexAddress: arguments[0])
                 }
-                return Result(activity: .blockedCall, detail: "waiting on futex 0x\(String(arguments[0], radix: 16)) (condition variable or semaphore)", futexAddress: nil)
+                return Result(
+                    activity: .blockedCall, detail: "waiting on futex 0x\(String(arguments[0], radix: 16)) (condition variable or semaphore)", futexAddress: nil
+                )
             }
             if ThreadStateClassifier.lockCalls.contains(number)
                 || (number == ThreadStateClassifier.fcntl && (arguments[1] == 7 || arguments[1] == 38))

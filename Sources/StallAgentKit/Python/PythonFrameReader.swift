@@ -60,13 +60,15 @@ public final class PythonFrameReader {
             if let (major, minor) = parsed.version { versionText = "\(major).\(minor)" }
             chosen = parsed.layout
             if chosen == nil {
-                note = parsed.freeThreaded
+                note =
+                    parsed.freeThreaded
                     ? "Python \(versionText) is a free-threaded build; its frames are not read (native frames only)"
                     : "Python \(versionText): this _Py_DebugOffsets layout is not known to stallagent (native frames only)"
             }
         } else if let address = symbol("Py_Version"), let bytes = memory.bytes(address, 4) {
             // PY_VERSION_HEX: 0xMMmmPPrs.
-            let major = Int(bytes[3]), minor = Int(bytes[2])
+            let major = Int(bytes[3])
+            let minor = Int(bytes[2])
             versionText = "\(major).\(minor)"
             chosen = PythonLayout.builtIn(major: major, minor: minor)
             if chosen == nil {
@@ -115,7 +117,7 @@ public final class PythonFrameReader {
             }
             let size = Int(max(layout.threadNativeID, layout.threadFrame) + 8)
             guard let block = memory.bytes(state, size),
-                  PythonMemory.word(block, layout.threadNativeID) == UInt64(tid) || threadStates[tid] == nil
+                PythonMemory.word(block, layout.threadNativeID) == UInt64(tid) || threadStates[tid] == nil
             else {
                 // The thread state moved (thread restarted, interpreter re-initialised): look again once.
                 threadStates[tid] = nil
@@ -163,11 +165,12 @@ public final class PythonFrameReader {
                 note = "Python frame chain points outside memory (0x\(String(address, radix: 16))): truncated"
                 break
             }
-            frames.append(PythonFrameChain.Raw(
-                address: address, code: PythonMemory.word(block, layout.frameCode),
-                instruction: PythonMemory.word(block, layout.frameInstruction),
-                owner: block[Int(layout.frameOwner)],
-                isEntry: layout.frameIsEntry.map { block[Int($0)] != 0 } ?? false))
+            frames.append(
+                PythonFrameChain.Raw(
+                    address: address, code: PythonMemory.word(block, layout.frameCode),
+                    instruction: PythonMemory.word(block, layout.frameInstruction),
+                    owner: block[Int(layout.frameOwner)],
+                    isEntry: layout.frameIsEntry.map { block[Int($0)] != 0 } ?? false))
             address = PythonMemory.word(block, layout.framePrevious)
         }
         return PythonFrameChain(frames: frames, note: note)
@@ -177,7 +180,7 @@ public final class PythonFrameReader {
     /// records its id, the oldest one (the list's last: new states are pushed at the head).
     private func findThreadState(tid: Int32) -> UInt64? {
         guard let layout, let interpreter = memory.word(runtime &+ layout.runtimeInterpretersHead), interpreter != 0,
-              var state = memory.word(interpreter &+ layout.interpreterThreadsHead)
+            var state = memory.word(interpreter &+ layout.interpreterThreadsHead)
         else { return nil }
         var seen = Set<UInt64>()
         var last: UInt64?
@@ -213,9 +216,10 @@ public final class PythonFrameReader {
             let start = raw.code &+ layout.codeAdaptive
             let unit = raw.instruction >= start ? Int(clamping: (raw.instruction - start) / 2) : -1
             let line = PythonLineTable.line(for: unit, table: code.table, firstLine: code.frame.firstLine)
-            activations[activations.count - 1].append(PythonFrame(
-                name: code.frame.name, qualifiedName: code.frame.qualifiedName, file: code.frame.file, line: line,
-                firstLine: code.frame.firstLine, instruction: raw.instruction, frameAddress: raw.address))
+            activations[activations.count - 1].append(
+                PythonFrame(
+                    name: code.frame.name, qualifiedName: code.frame.qualifiedName, file: code.frame.file, line: line,
+                    firstLine: code.frame.firstLine, instruction: raw.instruction, frameAddress: raw.address))
             if raw.isEntry { activations.append([]) }
         }
         while activations.last?.isEmpty == true { activations.removeLast() }
@@ -232,7 +236,7 @@ public final class PythonFrameReader {
         let header = fields.map { PythonMemory.word(block, $0) } + [PythonMemory.word(block, layout.objectType)]
         if let cached = codeCache[address], cached.header == header { return cached }
         guard let name = string(PythonMemory.word(block, layout.codeName), layout: layout),
-              let file = string(PythonMemory.word(block, layout.codeFilename), layout: layout)
+            let file = string(PythonMemory.word(block, layout.codeFilename), layout: layout)
         else { return nil }
         let qualifiedName = string(PythonMemory.word(block, layout.codeQualname), layout: layout) ?? name
         let firstLine = Int(PythonMemory.int32(block, layout.codeFirstLineNumber))

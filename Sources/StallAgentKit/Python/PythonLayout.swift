@@ -103,17 +103,21 @@ public struct PythonLayout: Sendable, Equatable {
         // be plausible: otherwise the block is corrupt or foreign.
         let sizes = (runtime: word(24), interpreter: word(48), thread: word(152), frame: word(224), code: word(272))
         guard sizes.runtime < 1 << 24, sizes.interpreter < 1 << 24, sizes.thread < 1 << 16, sizes.frame < 1 << 12,
-              sizes.code < 1 << 12, layout.runtimeInterpretersHead < sizes.runtime,
-              layout.interpreterThreadsHead < sizes.interpreter,
-              [layout.threadNext, layout.threadNativeID, layout.threadFrame].allSatisfy({ $0 < sizes.thread }),
-              [layout.framePrevious, layout.frameCode, layout.frameInstruction, layout.frameOwner].allSatisfy({ $0 < sizes.frame }),
-              [layout.codeFilename, layout.codeName, layout.codeQualname, layout.codeLinetable, layout.codeFirstLineNumber,
-               layout.codeAdaptive].allSatisfy({ $0 <= sizes.code })
+            sizes.code < 1 << 12, layout.runtimeInterpretersHead < sizes.runtime,
+            layout.interpreterThreadsHead < sizes.interpreter,
+            [layout.threadNext, layout.threadNativeID, layout.threadFrame].allSatisfy({ $0 < sizes.thread }),
+            [layout.framePrevious, layout.frameCode, layout.frameInstruction, layout.frameOwner].allSatisfy({ $0 < sizes.frame }),
+            [
+                layout.codeFilename, layout.codeName, layout.codeQualname, layout.codeLinetable, layout.codeFirstLineNumber,
+                layout.codeAdaptive,
+            ].allSatisfy({ $0 <= sizes.code })
         else { return (nil, (major, minor), false) }
-        let all = [layout.runtimeInterpretersHead, layout.interpreterThreadsHead, layout.threadNext, layout.threadNativeID,
-                   layout.threadFrame, layout.framePrevious, layout.frameCode, layout.frameInstruction, layout.frameOwner,
-                   layout.codeFilename, layout.codeName, layout.codeQualname, layout.codeLinetable,
-                   layout.codeFirstLineNumber, layout.codeAdaptive, layout.asciiObjectSize]
+        let all = [
+            layout.runtimeInterpretersHead, layout.interpreterThreadsHead, layout.threadNext, layout.threadNativeID,
+            layout.threadFrame, layout.framePrevious, layout.frameCode, layout.frameInstruction, layout.frameOwner,
+            layout.codeFilename, layout.codeName, layout.codeQualname, layout.codeLinetable,
+            layout.codeFirstLineNumber, layout.codeAdaptive, layout.asciiObjectSize,
+        ]
         guard all.allSatisfy({ $0 < 1 << 24 }) else { return (nil, (major, minor), false) }
         return (layout, (major, minor), false)
     }

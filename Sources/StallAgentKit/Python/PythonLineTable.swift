@@ -12,7 +12,10 @@ public enum PythonLineTable {
         var index = 0
         while index < table.count {
             let first = table[index]
-            guard first & 0x80 != 0 else { index += 1; continue }
+            guard first & 0x80 != 0 else {
+                index += 1
+                continue
+            }
             let kind = Int((first >> 3) & 15)
             let length = Int(first & 7) + 1
             var delta = 0

@@ -15,7 +15,7 @@ public enum PythonStackSplicer {
         result.reserveCapacity(native.count + python.activations.reduce(0) { $0 + $1.count })
         for frame in native {
             if let name = frame.function, !frame.approximate, evaluatorFunctions.contains(name),
-               let activation = pending.popFirst()
+                let activation = pending.popFirst()
             {
                 result.append(contentsOf: activation.map(symbolized))
             }

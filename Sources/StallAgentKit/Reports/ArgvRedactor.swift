@@ -54,7 +54,7 @@ public enum ArgvRedactor {
                 continue
             }
             if let equals = argument.firstIndex(of: "="), isSecretName(argument[..<equals]),
-               !argument[..<equals].contains("/")
+                !argument[..<equals].contains("/")
             {
                 out.append(String(argument[..<argument.index(after: equals)]) + marker)
                 continue

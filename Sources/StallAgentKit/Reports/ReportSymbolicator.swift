@@ -26,7 +26,8 @@ public struct ReportSymbolicator {
         var renames: [String: String] = [:]
         func fix(_ frame: inout SymbolizedFrame) {
             frames += 1
-            let old = frame.function
+            let old =
+                frame.function
                 ?? "\(frame.module ?? "?")+0x\(String(frame.moduleOffset ?? frame.address, radix: 16))"
             if symbolicator.symbolicate(&frame) {
                 filled += 1

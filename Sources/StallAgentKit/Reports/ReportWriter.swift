@@ -46,7 +46,9 @@ public final class ReportWriter: Sendable {
             }
             if info.st_mode & 0o022 != 0 {
                 close(fd)
-                throw refuse("is writable by group or others (mode \(String(info.st_mode & 0o7777, radix: 8))); use a directory only this agent's user can write, e.g. chmod go-w")
+                throw refuse(
+                    "is writable by group or others (mode \(String(info.st_mode & 0o7777, radix: 8))); use a directory only this agent's user can write, e.g. chmod go-w"
+                )
             }
         }
         // access(W_OK) says yes to root on a read-only file system and ignores ACL subtleties;
@@ -100,7 +102,7 @@ public final class ReportWriter: Sendable {
                 var info = stat()
                 let isLink = fstatat(current, name, &info, AT_SYMLINK_NOFOLLOW) == 0 && info.st_mode & S_IFMT == S_IFLNK
                 if isLink, linksFollowed < 8, isTrustedLink(info, in: current),
-                   let target = readLink(at: current, name), !target.split(separator: "/").contains("..")
+                    let target = readLink(at: current, name), !target.split(separator: "/").contains("..")
                 {
                     linksFollowed += 1
                     if target.hasPrefix("/") {
@@ -184,7 +186,7 @@ public final class ReportWriter: Sendable {
                 // Something not ours sits at the report's name (a directory pre-created to
                 // suppress reports): take another name rather than lose the report.
                 guard case .system(_, let code) = error, code == EISDIR || code == ENOTEMPTY || code == ENOTDIR,
-                      attempt < 3
+                    attempt < 3
                 else { throw error }
                 attempt += 1
                 name = usual + "-\(String(UInt32.random(in: 0...UInt32.max), radix: 16))"

@@ -6,7 +6,9 @@ public enum StackTextRenderer {
         return frames.enumerated().flatMap { position, frame in
             let number = String(position).padding(toLength: 4, withPad: " ", startingAt: 0)
             let module = (frame.module ?? "???").padding(toLength: moduleWidth, withPad: " ", startingAt: 0)
-            let address = "0x" + String(String(frame.address, radix: 16).reversed())
+            let address =
+                "0x"
+                + String(String(frame.address, radix: 16).reversed())
                 .padding(toLength: 16, withPad: "0", startingAt: 0).reversed()
             let prefix = "\(indent)\(number)\(module)  \(address) "
             // Inlined functions have no frame of their own: they share the frame's number and

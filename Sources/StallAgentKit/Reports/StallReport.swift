@@ -136,7 +136,8 @@ public struct StallReport: Codable, Sendable {
         report.lockOwner?.frames.forEach(note)
         note(report.callTree)
         var seen = Set<String>()
-        return images
+        return
+            images
             .filter { paths.contains($0.path) || names.contains($0.name) }
             .sorted { $0.start < $1.start }
             .filter { seen.insert("\($0.start)-\($0.path)").inserted }

@@ -76,8 +76,10 @@ public enum StallReportTextRenderer {
             return ["Heaviest Stack: none (no stack samples)"]
         }
         let role = r.kind == "snapshot" ? "Sampled" : "Stalled"
-        return ["Heaviest Stack (\(heaviest.samples) of \(heaviest.totalSamples) samples):",
-                "Thread 0 \(role):: \(r.thread.name) [tid \(r.thread.tid)]"]
+        return [
+            "Heaviest Stack (\(heaviest.samples) of \(heaviest.totalSamples) samples):",
+            "Thread 0 \(role):: \(r.thread.name) [tid \(r.thread.tid)]",
+        ]
             + StackTextRenderer.lines(heaviest.frames)
     }
 
@@ -110,7 +112,8 @@ public enum StallReportTextRenderer {
         var text = "\(stats.samples) samples"
         text += " (\(stats.capturesWithStop) with a stop, \(stats.capturesWithoutStop) without, \(stats.failedCaptures) failed)"
         if stats.capturesWithStop > 0 {
-            text += ", target paused p50 \(ReportNumber.micros(stats.pauseP50Micros))"
+            text +=
+                ", target paused p50 \(ReportNumber.micros(stats.pauseP50Micros))"
                 + " / p99 \(ReportNumber.micros(stats.pauseP99Micros))"
                 + " / total \(ReportNumber.micros(stats.pauseTotalMicros))"
         } else {

@@ -16,7 +16,7 @@ enum NumberWithUnit {
         // Double(_:) also reads "nan", "inf" and hexadecimal; only decimal digits are a size or a
         // duration a person types, and "inf" would otherwise read as "out of range".
         guard !number.isEmpty, number.allSatisfy({ "0123456789.+-eE".contains($0) }),
-              let value = Double(number), !value.isNaN
+            let value = Double(number), !value.isNaN
         else { return nil }
         return (value, scale)
     }

@@ -17,7 +17,8 @@ public enum Settings {
     /// The default is for a watched process; a wrapped command's is off (`RunOptions`).
     public static let launchThreshold = Setting<TimeSpan>(
         flag: "launch-threshold", configKey: "launch-threshold", valueName: "duration",
-        help: "Threshold before the process is first seen idle (start-up); 'off' never reports a process that has not yet idled. Default: 10s for --pid, off for wrapped commands.",
+        help:
+            "Threshold before the process is first seen idle (start-up); 'off' never reports a process that has not yet idled. Default: 10s for --pid, off for wrapped commands.",
         default: .seconds(10), off: .forever, range: shortestThreshold...longestDuration)
 
     public static let probeInterval = Setting<TimeSpan>(
@@ -44,7 +45,8 @@ public enum Settings {
 
     public static let loopTurns = Setting<LoopTurnMode>(
         flag: "loop-turns", configKey: "loop-turns", valueName: "auto|kernel-counter|stack-rule",
-        help: "What tells the agent the event loop turned, ending a busy stretch even when the thread is never seen asleep (a saturated server): 'auto' uses the LD_PRELOAD loop probe when the target has it, else per-thread kernel counters on the idle-wait syscall tracepoints, opened once the loop is first seen idle or half a threshold into a busy stretch (they slow every system call of the thread; needs root or CAP_PERFMON; tracefs is mounted when missing), else the stack rule, said once on stderr and in every report. 'kernel-counter' fails when the counters are refused. 'stack-rule': a stall needs a frame outside the loop's own frames in every sample for the threshold; it cannot tell two requests served back to back through the same frame, nor work inside an interpreter's eval loop.",
+        help:
+            "What tells the agent the event loop turned, ending a busy stretch even when the thread is never seen asleep (a saturated server): 'auto' uses the LD_PRELOAD loop probe when the target has it, else per-thread kernel counters on the idle-wait syscall tracepoints, opened once the loop is first seen idle or half a threshold into a busy stretch (they slow every system call of the thread; needs root or CAP_PERFMON; tracefs is mounted when missing), else the stack rule, said once on stderr and in every report. 'kernel-counter' fails when the counters are refused. 'stack-rule': a stall needs a frame outside the loop's own frames in every sample for the threshold; it cannot tell two requests served back to back through the same frame, nor work inside an interpreter's eval loop.",
         default: .auto)
 
     // MARK: Capture
@@ -58,7 +60,8 @@ public enum Settings {
     /// The command line spells it `--no-perf-sampling`, as it only ever turns it off.
     public static let perfSampling = Setting<Bool>(
         flag: "no-perf-sampling", configKey: "perf-sampling", valueName: "bool",
-        help: "Sample a running main thread with ptrace stops only. By default the kernel samples it through perf_event where permitted (root, CAP_PERFMON, or perf_event_paranoid <= 1 for one's own processes): no stop, no 't' state.",
+        help:
+            "Sample a running main thread with ptrace stops only. By default the kernel samples it through perf_event where permitted (root, CAP_PERFMON, or perf_event_paranoid <= 1 for one's own processes): no stop, no 't' state.",
         default: true)
 
     public static let debugDirectories = Setting<String>(
@@ -69,7 +72,8 @@ public enum Settings {
 
     public static let reportDirectory = Setting<String>(
         flag: "report-dir", configKey: "report-dir", valueName: "dir",
-        help: "Where reports are written (created if missing). Default: stallagent-reports, or STATE/reports under systemd (STATE: the first StateDirectory= entry). A unit's reports go to DIR/UNIT/.",
+        help:
+            "Where reports are written (created if missing). Default: stallagent-reports, or STATE/reports under systemd (STATE: the first StateDirectory= entry). A unit's reports go to DIR/UNIT/.",
         default: "stallagent-reports")
 
     public static let quiet = Setting<Bool>(
@@ -79,7 +83,8 @@ public enum Settings {
 
     public static let keepArgv = Setting<Bool>(
         flag: "keep-argv", configKey: "keep-argv", valueName: "bool",
-        help: "Keep the target's command line as it is in reports. By default values that look like secrets (--password=…, --token X, -pX, KEY=VALUE with a secret-like key, URL passwords) are replaced by <redacted>.",
+        help:
+            "Keep the target's command line as it is in reports. By default values that look like secrets (--password=…, --token X, -pX, KEY=VALUE with a secret-like key, URL passwords) are replaced by <redacted>.",
         default: false)
 
     public static let killAfter = Setting<TimeSpan>(
@@ -102,7 +107,9 @@ public enum Settings {
 
     public static let stateDirectory = Setting<String>(
         flag: "state-dir", configKey: "state-dir", valueName: "dir",
-        help: "Keep per-stall fingerprint state (rate limits, annealing) here across restarts. Default: the first StateDirectory= entry under systemd, else not kept.")
+        help:
+            "Keep per-stall fingerprint state (rate limits, annealing) here across restarts. Default: the first StateDirectory= entry under systemd, else not kept."
+    )
 
     public static let metricsFile = Setting<String>(
         flag: "metrics-file", configKey: "metrics-file", valueName: "path",
@@ -156,7 +163,8 @@ public enum Settings {
 
     public static let batchThreshold = Setting<TimeSpan>(
         flag: "batch-threshold", configKey: nil, valueName: "duration|off",
-        help: "Stall threshold for batch processes (never seen idle, e.g. a test runner): a frame held this long is a stall. 'off' watches them like --pid does at start-up (--launch-threshold). Default: --threshold.",
+        help:
+            "Stall threshold for batch processes (never seen idle, e.g. a test runner): a frame held this long is a stall. 'off' watches them like --pid does at start-up (--launch-threshold). Default: --threshold.",
         off: .forever, range: shortestThreshold...longestDuration)
 
     /// Every setting, for the tests that hold the command line and the config file to the table.

@@ -49,7 +49,7 @@ public struct DebugFileLocator: Hashable, Sendable {
         if let buildID = image.buildID {
             for path in buildIDCandidates(buildID) {
                 if let candidate = cache.image(atPath: path, displayPath: path), candidate !== image,
-                   candidate.buildID == buildID
+                    candidate.buildID == buildID
                 {
                     return candidate
                 }
@@ -69,8 +69,8 @@ public struct DebugFileLocator: Hashable, Sendable {
     /// (a server serving garbage) is never used.
     func fetchedDebugImage(for image: ElfImage, modulePath: String, cache: ElfImageCache) -> ElfImage? {
         guard let buildID = image.buildID,
-              let candidate = fetchedDebugImage(buildID: buildID, modulePath: modulePath, cache: cache),
-              candidate !== image
+            let candidate = fetchedDebugImage(buildID: buildID, modulePath: modulePath, cache: cache),
+            candidate !== image
         else { return nil }
         return candidate
     }
@@ -87,7 +87,7 @@ public struct DebugFileLocator: Hashable, Sendable {
             if outcome == nil { client.prefetch(buildID) }
         }
         guard case .fetched(let path)? = outcome,
-              let candidate = cache.image(atPath: path, displayPath: path), candidate.buildID == buildID
+            let candidate = cache.image(atPath: path, displayPath: path), candidate.buildID == buildID
         else { return nil }
         return candidate
     }

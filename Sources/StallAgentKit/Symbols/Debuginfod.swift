@@ -57,7 +57,7 @@ public final class Debuginfod: @unchecked Sendable {
         // Under systemd (DynamicUser, no home) the client's cache goes to the unit's
         // CacheDirectory; elsewhere libdebuginfod's default (~/.cache/debuginfod_client).
         if self.urls != nil, environment["DEBUGINFOD_CACHE_PATH"] == nil,
-           let cache = SystemdDirectories(environment: environment).cache.first
+            let cache = SystemdDirectories(environment: environment).cache.first
         {
             setenv("DEBUGINFOD_CACHE_PATH", cache + "/debuginfod", 0)
         }
@@ -119,7 +119,10 @@ public final class Debuginfod: @unchecked Sendable {
             then(.failed(reason: "malformed build-id"))
             return
         }
-        enum Next { case done(Outcome), start, wait }
+        enum Next {
+            case done(Outcome)
+            case start, wait
+        }
         let now = MonotonicTime.seconds()
         let next: Next = state.withLock { state in
             if let known = state.outcomes[buildID] { return .done(known) }

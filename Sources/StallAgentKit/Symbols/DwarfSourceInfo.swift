@@ -70,9 +70,9 @@ final class DwarfSourceInfo {
             var headerSize = 0
             var die = Dwarf_Die()
             if dwarf_nextcu(dwarf, offset, &next, &headerSize, nil, nil, nil) == 0,
-               dwarf_offdie(dwarf, offset + UInt64(headerSize), &die) != nil,
-               [Int32(DW_TAG_compile_unit), Int32(DW_TAG_partial_unit)].contains(dwarf_tag(&die)),
-               Self.ranges(of: &die, contain: address)
+                dwarf_offdie(dwarf, offset + UInt64(headerSize), &die) != nil,
+                [Int32(DW_TAG_compile_unit), Int32(DW_TAG_partial_unit)].contains(dwarf_tag(&die)),
+                Self.ranges(of: &die, contain: address)
             {
                 return die
             }

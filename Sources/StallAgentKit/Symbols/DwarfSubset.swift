@@ -89,7 +89,7 @@ final class DwarfSubset {
             if sh.sh_flags & UInt64(SHF_COMPRESSED) != 0 {
                 // Elf64_Chdr: type, reserved, size, alignment; then the zlib stream.
                 guard stored.count > 24 + 2,
-                      stored.loadUnaligned(fromByteOffset: 0, as: UInt32.self) == UInt32(ELFCOMPRESS_ZLIB)
+                    stored.loadUnaligned(fromByteOffset: 0, as: UInt32.self) == UInt32(ELFCOMPRESS_ZLIB)
                 else { return nil }
                 let size = stored.loadUnaligned(fromByteOffset: 8, as: UInt64.self)
                 let alignment = stored.loadUnaligned(fromByteOffset: 16, as: UInt64.self)
@@ -331,7 +331,8 @@ final class DwarfSubset {
             let setEnd = offset + Int(length)
             guard offset + 4 + offsetSize <= setEnd else { break }
             let version = bytes.loadUnaligned(fromByteOffset: offset, as: UInt16.self)
-            let unit = offsetSize == 8
+            let unit =
+                offsetSize == 8
                 ? bytes.loadUnaligned(fromByteOffset: offset + 2, as: UInt64.self)
                 : UInt64(bytes.loadUnaligned(fromByteOffset: offset + 2, as: UInt32.self))
             let addressSize = Int(bytes[offset + 2 + offsetSize])
@@ -388,7 +389,7 @@ private final class Inflater {
         let flags = piece.stored[1]
         let input = UnsafeRawBufferPointer(rebasing: piece.stored[2...])
         guard piece.compressed, cmf & 0x0f == 8, (UInt16(cmf) << 8 | UInt16(flags)) % 31 == 0, flags & 0x20 == 0,
-              output.count > 0, input.count <= Int(UInt32.max)
+            output.count > 0, input.count <= Int(UInt32.max)
         else { return nil }
         let stream = UnsafeMutablePointer<z_stream>.allocate(capacity: 1)
         stream.initialize(to: z_stream())

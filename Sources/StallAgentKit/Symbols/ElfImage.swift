@@ -232,10 +232,10 @@ public final class ElfImage: @unchecked Sendable {
             section = scn
             var sh = GElf_Shdr()
             guard gelf_getshdr(scn, &sh) != nil, let cName = elf_strptr(elf, stringIndex, Int(sh.sh_name)),
-                  strcmp(cName, name) == 0
+                strcmp(cName, name) == 0
             else { continue }
             guard sh.sh_type != UInt32(SHT_NOBITS), sh.sh_offset <= UInt64(bytes.count),
-                  sh.sh_size <= UInt64(bytes.count) - sh.sh_offset
+                sh.sh_size <= UInt64(bytes.count) - sh.sh_offset
             else { return nil }
             return UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(bytes)[Int(sh.sh_offset)..<Int(sh.sh_offset + sh.sh_size)])
         }
@@ -275,7 +275,7 @@ public final class ElfImage: @unchecked Sendable {
             section = scn
             var sh = GElf_Shdr()
             guard gelf_getshdr(scn, &sh) != nil, sh.sh_type == UInt32(SHT_NOTE),
-                  sh.sh_offset + sh.sh_size <= UInt64(bytes.count)
+                sh.sh_offset + sh.sh_size <= UInt64(bytes.count)
             else { continue }
             if let id = parseBuildIDNote(bytes, from: Int(sh.sh_offset), count: Int(sh.sh_size)) { return id }
         }
@@ -285,7 +285,7 @@ public final class ElfImage: @unchecked Sendable {
         for index in 0..<count {
             var ph = GElf_Phdr()
             guard gelf_getphdr(elf, Int32(index), &ph) != nil, ph.p_type == UInt32(PT_NOTE),
-                  ph.p_offset + ph.p_filesz <= UInt64(bytes.count)
+                ph.p_offset + ph.p_filesz <= UInt64(bytes.count)
             else { continue }
             if let id = parseBuildIDNote(bytes, from: Int(ph.p_offset), count: Int(ph.p_filesz)) { return id }
         }
@@ -304,7 +304,7 @@ public final class ElfImage: @unchecked Sendable {
             let next = descStart + ((descSize + 3) & ~3)
             guard next <= end, nameSize < 256, descSize < 4096 else { return nil }
             if type == 3, nameSize == 4, bytes[nameStart] == 0x47, bytes[nameStart + 1] == 0x4e,
-               bytes[nameStart + 2] == 0x55
+                bytes[nameStart + 2] == 0x55
             {  // NT_GNU_BUILD_ID, "GNU\0"
                 return bytes[descStart..<descStart + descSize].map { hexByte($0) }.joined()
             }

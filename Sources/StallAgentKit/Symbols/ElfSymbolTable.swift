@@ -79,8 +79,8 @@ public final class ElfSymbolTable: @unchecked Sendable {
             section = scn
             var sh = GElf_Shdr()
             guard gelf_getshdr(scn, &sh) != nil,
-                  sh.sh_type == UInt32(SHT_SYMTAB) || sh.sh_type == UInt32(SHT_DYNSYM),
-                  sh.sh_entsize > 0, let data = elf_getdata(scn, nil)
+                sh.sh_type == UInt32(SHT_SYMTAB) || sh.sh_type == UInt32(SHT_DYNSYM),
+                sh.sh_entsize > 0, let data = elf_getdata(scn, nil)
             else { continue }
             let fromSymtab = sh.sh_type == UInt32(SHT_SYMTAB)
             // A corrupt sh_size must not make a billion-step loop: libelf's data is bounded
@@ -90,7 +90,7 @@ public final class ElfSymbolTable: @unchecked Sendable {
                 var sym = GElf_Sym()
                 // Undefined symbols (imports) have no address in this file.
                 guard gelf_getsym(data, Int32(index), &sym) != nil, sym.st_shndx != 0,
-                      let name = elf_strptr(elf, Int(sh.sh_link), Int(sym.st_name))
+                    let name = elf_strptr(elf, Int(sh.sh_link), Int(sym.st_name))
                 else { continue }
                 if !body(sym, name, fromSymtab) { return }
             }
@@ -111,8 +111,8 @@ public final class ElfSymbolTable: @unchecked Sendable {
                 section = scn
                 var sh = GElf_Shdr()
                 guard gelf_getshdr(scn, &sh) != nil,
-                      sh.sh_type == UInt32(SHT_SYMTAB) || sh.sh_type == UInt32(SHT_DYNSYM),
-                      sh.sh_entsize > 0, let data = elf_getdata(scn, nil), sources.count < Int(UInt16.max)
+                    sh.sh_type == UInt32(SHT_SYMTAB) || sh.sh_type == UInt32(SHT_DYNSYM),
+                    sh.sh_entsize > 0, let data = elf_getdata(scn, nil), sources.count < Int(UInt16.max)
                 else { continue }
                 // A corrupt sh_size must not make a billion-step loop: libelf's data is
                 // bounded by the file.
@@ -121,7 +121,7 @@ public final class ElfSymbolTable: @unchecked Sendable {
                 if sh.sh_type == UInt32(SHT_SYMTAB) && count > 1 { sawSymtab = true }
                 var records: UnsafeRawBufferPointer?
                 if let raw = data.pointee.d_buf, gelf_getclass(elf) == ELFCLASS64, sh.sh_entsize == 24,
-                   data.pointee.d_type == ELF_T_SYM
+                    data.pointee.d_type == ELF_T_SYM
                 {
                     records = UnsafeRawBufferPointer(start: raw, count: count * 24)
                 }

@@ -14,7 +14,7 @@ enum ExecutableAlias {
     static func name(pid: Int32, mappedPath: String) -> String? {
         let mappedName = mappedPath.split(separator: "/").last.map(String.init) ?? mappedPath
         guard let comm = try? ProcFS.readText("/proc/\(pid)/comm", pid: pid).trimmingCharacters(in: .newlines),
-              !comm.isEmpty, comm != mappedName
+            !comm.isEmpty, comm != mappedName
         else { return nil }
         let root = "/proc/\(pid)/root"
         var mapped = stat()
@@ -24,7 +24,7 @@ enum ExecutableAlias {
         var candidates: [String] = []
         // comm is cut at 15 bytes; argv[0] (before any proctitle suffix) gives the full name.
         if let bytes = try? ProcFS.readBytes("/proc/\(pid)/cmdline", pid: pid, limit: 4096),
-           let first = bytes.split(separator: 0, omittingEmptySubsequences: false).first
+            let first = bytes.split(separator: 0, omittingEmptySubsequences: false).first
         {
             let argv0 = String(decoding: first, as: UTF8.self).split(separator: " ").first.map(String.init) ?? ""
             let base = argv0.split(separator: "/").last.map(String.init) ?? argv0
@@ -38,8 +38,8 @@ enum ExecutableAlias {
             var link = stat()
             var target = stat()
             guard lstat(root + candidate, &link) == 0, (link.st_mode & S_IFMT) == S_IFLNK,
-                  stat(root + candidate, &target) == 0,
-                  target.st_dev == mapped.st_dev, target.st_ino == mapped.st_ino
+                stat(root + candidate, &target) == 0,
+                target.st_dev == mapped.st_dev, target.st_ino == mapped.st_ino
             else { continue }
             let name = candidate.split(separator: "/").last.map(String.init) ?? candidate
             return name.unicodeScalars.allSatisfy({ $0.value >= 0x20 && $0.value != 0x7f }) ? name : nil

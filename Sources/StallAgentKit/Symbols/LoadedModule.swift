@@ -53,7 +53,7 @@ public final class LoadedModule {
     /// call rel32 (E8), and indirect calls (FF /2) of 2 to 7 bytes.
     public func followsCallInstruction(_ address: UInt64) -> Bool {
         guard let image, mappings.contains(where: { $0.executable && $0.contains(address) }),
-              let bytes = image.readBytes(atVirtualAddress: (address &- bias) &- 7, count: 7)
+            let bytes = image.readBytes(atVirtualAddress: (address &- bias) &- 7, count: 7)
         else { return false }
         if bytes[2] == 0xE8 { return true }
         for length in 2...7 {
@@ -69,7 +69,7 @@ public final class LoadedModule {
     /// instruction there is not one (an indirect call names no target in its bytes).
     public func directCallTarget(returningTo address: UInt64) -> UInt64? {
         guard let image, let bytes = image.readBytes(atVirtualAddress: (address &- bias) &- 5, count: 5),
-              bytes[0] == 0xE8
+            bytes[0] == 0xE8
         else { return nil }
         let displacement = Int32(bitPattern: UInt32(bytes[1]) | UInt32(bytes[2]) << 8 | UInt32(bytes[3]) << 16 | UInt32(bytes[4]) << 24)
         return address &+ UInt64(bitPattern: Int64(displacement))

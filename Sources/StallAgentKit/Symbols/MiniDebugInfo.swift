@@ -35,7 +35,7 @@ public enum MiniDebugInfo {
     /// The embedded image of `image`, or nil when it has none or it is unusable.
     static func image(embeddedIn image: ElfImage) -> ElfImage? {
         guard let section = image.section(named: ".gnu_debugdata"),
-              let bytes = decompress(section)
+            let bytes = decompress(section)
         else { return nil }
         return try? ElfImage(memory: bytes, path: image.path + " [.gnu_debugdata]")
     }

@@ -57,7 +57,7 @@ public final class OfflineSymbolicator {
     @discardableResult
     public func symbolicate(_ frame: inout SymbolizedFrame) -> Bool {
         guard let buildID = frame.buildId, let offset = frame.lookupOffset,
-              let symbols = symbols(buildID: buildID, modulePath: frame.modulePath)
+            let symbols = symbols(buildID: buildID, modulePath: frame.modulePath)
         else { return false }
         let lookup = symbols.lookup(offset)
         guard !lookup.isEmpty else { return false }

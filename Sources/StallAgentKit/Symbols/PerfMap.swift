@@ -46,11 +46,12 @@ public struct PerfMap: Sendable {
                 bytes = start + count <= all.count ? Array(all[start..<start + count]) : nil
             case .file(let fd):
                 let offset = off_t(slot.nameOffset)
-                bytes = BoundedFileIO.shared.run { () -> [UInt8]? in
-                    var buffer = [UInt8](repeating: 0, count: count)
-                    let n = buffer.withUnsafeMutableBytes { pread(fd, $0.baseAddress, count, offset) }
-                    return n == count ? buffer : nil
-                } ?? nil
+                bytes =
+                    BoundedFileIO.shared.run { () -> [UInt8]? in
+                        var buffer = [UInt8](repeating: 0, count: count)
+                        let n = buffer.withUnsafeMutableBytes { pread(fd, $0.baseAddress, count, offset) }
+                        return n == count ? buffer : nil
+                    } ?? nil
             }
             return bytes.map { String(decoding: $0, as: UTF8.self) }
         }
@@ -118,7 +119,7 @@ public struct PerfMap: Sendable {
         func hex(_ range: Range<Int>) -> UInt64? {
             var digits = range
             if digits.count > 2, bytes[digits.lowerBound] == UInt8(ascii: "0"),
-               bytes[digits.lowerBound + 1] | 0x20 == UInt8(ascii: "x")
+                bytes[digits.lowerBound + 1] | 0x20 == UInt8(ascii: "x")
             {
                 digits = digits.lowerBound + 2..<digits.upperBound
             }
@@ -138,12 +139,13 @@ public struct PerfMap: Sendable {
             return value
         }
         guard let startField = field(), let sizeField = field(), let start = hex(startField), let size = hex(sizeField),
-              size > 0, start <= UInt64.max - size
+            size > 0, start <= UInt64.max - size
         else { return nil }
         while index < end && bytes[index] == space { index += 1 }
         var nameEnd = end
-        while nameEnd > index, bytes[nameEnd - 1] == space || bytes[nameEnd - 1] == UInt8(ascii: "\t")
-            || bytes[nameEnd - 1] == UInt8(ascii: "\r")
+        while nameEnd > index,
+            bytes[nameEnd - 1] == space || bytes[nameEnd - 1] == UInt8(ascii: "\t")
+                || bytes[nameEnd - 1] == UInt8(ascii: "\r")
         {
             nameEnd -= 1
         }
@@ -225,8 +227,8 @@ final class PerfMapFile {
 
     static func namespacePID(_ pid: Int32) -> Int32 {
         guard let text = try? ProcFS.readText("/proc/\(pid)/status", pid: pid),
-              let line = text.split(separator: "\n").first(where: { $0.hasPrefix("NSpid:") }),
-              let last = line.split(whereSeparator: { $0 == " " || $0 == "\t" }).last, let value = Int32(last)
+            let line = text.split(separator: "\n").first(where: { $0.hasPrefix("NSpid:") }),
+            let last = line.split(whereSeparator: { $0 == " " || $0 == "\t" }).last, let value = Int32(last)
         else { return pid }
         return value
     }
@@ -272,7 +274,8 @@ final class PerfMapFile {
                 return Outcome(stamp: now)
             }
             // The same file grown: only its new lines. Anything else: all of it.
-            let append = (previous.map { $0.device == now.device && $0.inode == now.inode && now.size >= $0.size } ?? false)
+            let append =
+                (previous.map { $0.device == now.device && $0.inode == now.inode && now.size >= $0.size } ?? false)
                 && Self.read(fd, at: fromBytes - fromTail.count, count: fromTail.count) == fromTail
             var offset = append ? fromBytes : 0
             // Generous: capacity never written is never resident, and growing by copies would

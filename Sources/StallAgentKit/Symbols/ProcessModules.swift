@@ -36,7 +36,7 @@ public final class ProcessModules {
                 continue
             }
             if let index = open[key], let last = clusters[index].entries.last,
-               entry.start >= last.end, entry.start - last.end < 1 << 24, entry.fileOffset >= last.fileOffset
+                entry.start >= last.end, entry.start - last.end < 1 << 24, entry.fileOffset >= last.fileOffset
             {
                 clusters[index].entries.append(entry)
             } else {

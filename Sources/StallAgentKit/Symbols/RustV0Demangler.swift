@@ -25,8 +25,9 @@ extension RustDemangler {
                     try path(inValue: false)
                     printing = saved
                 }
-                guard position == bytes.count || bytes[position] == UInt8(ascii: ".")
-                    || bytes[position] == UInt8(ascii: "$")
+                guard
+                    position == bytes.count || bytes[position] == UInt8(ascii: ".")
+                        || bytes[position] == UInt8(ascii: "$")
                 else { return nil }
                 return output
             } catch {

@@ -130,11 +130,13 @@ public final class BoundedFileIO: @unchecked Sendable {
     /// `body`'s result, or nil when it did not finish within `deadline` seconds (or too many
     /// workers are already stuck).
     public func run<T>(deadline: Double = BoundedFileIO.defaultDeadline, _ body: @escaping () -> T) -> T? {
-        guard let worker = state.withLock({ state -> Worker? in
-            if state.abandoned >= Self.maxAbandoned { return nil }
-            if state.worker == nil { state.worker = Worker() }
-            return state.worker
-        }) else { return nil }
+        guard
+            let worker = state.withLock({ state -> Worker? in
+                if state.abandoned >= Self.maxAbandoned { return nil }
+                if state.worker == nil { state.worker = Worker() }
+                return state.worker
+            })
+        else { return nil }
         let box = ResultBox<T>()
         worker.submit {
             let value = body()

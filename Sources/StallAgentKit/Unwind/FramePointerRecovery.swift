@@ -82,8 +82,8 @@ struct FramePointerRecovery {
         while slot <= limit, tried < FramePointerRecovery.maxCandidates {
             defer { slot += 8 }
             guard let saved = context.readWord(slot), let returnAddress = context.readWord(slot + 8),
-                  saved == 0 || (saved > slot && context.isInStack(saved)),
-                  context.isPlausibleReturnAddress(returnAddress)
+                saved == 0 || (saved > slot && context.isInStack(saved)),
+                context.isPlausibleReturnAddress(returnAddress)
             else { continue }
             tried += 1
             var walked = prefix
@@ -94,11 +94,12 @@ struct FramePointerRecovery {
                 if callConfirms(walked, at: frames.count) { brokenConfirmed = min(brokenConfirmed, slot) }
                 continue
             }
-            chains.append(Chain(
-                slot: slot, frames: walked, end: end, complete: end == .complete,
-                junctionMismatches: callMismatches(walked, from: prefix.count, limit: 2),
-                confirmed: callConfirms(walked, at: frames.count),
-                tail: walked[frames.count...].map(\.address)))
+            chains.append(
+                Chain(
+                    slot: slot, frames: walked, end: end, complete: end == .complete,
+                    junctionMismatches: callMismatches(walked, from: prefix.count, limit: 2),
+                    confirmed: callConfirms(walked, at: frames.count),
+                    tail: walked[frames.count...].map(\.address)))
         }
         // The frame's own record is the lowest one its caller's call site confirms; if that
         // chain is broken (a damaged stack), a record further up only skips frames.
@@ -160,9 +161,9 @@ struct FramePointerRecovery {
     /// function the frame below it is in.
     func callConfirms(_ frames: [UnwoundFrame], at position: Int) -> Bool {
         guard position > 0, position < frames.count,
-              let module = context.modules.module(containing: frames[position].address),
-              let target = module.directCallTarget(returningTo: frames[position].address),
-              let calleeStart = context.procedureStart(covering: frames[position - 1].lookupAddress(isInnermost: position == 1))
+            let module = context.modules.module(containing: frames[position].address),
+            let target = module.directCallTarget(returningTo: frames[position].address),
+            let calleeStart = context.procedureStart(covering: frames[position - 1].lookupAddress(isInnermost: position == 1))
         else { return false }
         return target == calleeStart
     }
@@ -178,10 +179,10 @@ struct FramePointerRecovery {
             let caller = frames[position]
             let callee = frames[position - 1]
             guard !caller.isSignalFrame, !callee.isSignalFrame,
-                  let module = context.modules.module(containing: caller.address),
-                  let target = module.directCallTarget(returningTo: caller.address),
-                  let calleeStart = context.procedureStart(covering: callee.lookupAddress(isInnermost: position == 1)),
-                  target != calleeStart
+                let module = context.modules.module(containing: caller.address),
+                let target = module.directCallTarget(returningTo: caller.address),
+                let calleeStart = context.procedureStart(covering: callee.lookupAddress(isInnermost: position == 1)),
+                target != calleeStart
             else { continue }
             if context.procedureStart(covering: target) == target { count += 1 }
         }

@@ -8,8 +8,8 @@ enum FramePointerStep {
     /// nothing about where it saved them.
     static func caller(ofFrameAt sp: UInt64, rbp: UInt64, context: UnwindContext) -> RegisterFile? {
         guard rbp >= sp, rbp & 7 == 0, context.isInStack(rbp), context.isInStack(rbp &+ 8),
-              let saved = context.readWord(rbp), let returnAddress = context.readWord(rbp &+ 8),
-              returnAddress == 0 || context.isPlausibleReturnAddress(returnAddress)
+            let saved = context.readWord(rbp), let returnAddress = context.readWord(rbp &+ 8),
+            returnAddress == 0 || context.isPlausibleReturnAddress(returnAddress)
         else { return nil }
         var registers = RegisterFile()
         registers[RegisterFile.rsp] = rbp &+ 16

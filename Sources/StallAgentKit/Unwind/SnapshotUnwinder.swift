@@ -156,44 +156,47 @@ public final class SnapshotUnwinder {
 
     // MARK: libunwind accessors (C callbacks: no captures, state through `arg`)
 
-    private static let findProcInfo: @convention(c) (
-        unw_addr_space_t?, unw_word_t, UnsafeMutablePointer<unw_proc_info_t>?, Int32, UnsafeMutableRawPointer?
-    ) -> Int32 = { space, ip, info, needInfo, arg in
-        guard let arg else { return -Int32(UNW_EINVAL.rawValue) }
-        let context = Unmanaged<UnwindContext>.fromOpaque(arg).takeUnretainedValue()
-        guard let module = context.modules.module(containing: ip), let table = context.table(for: module),
-              ip >= table.pointee.start_ip, ip < table.pointee.end_ip
-        else { return -Int32(UNW_ENOINFO.rawValue) }
-        return sa_unw_search_table(space, ip, table, info, needInfo, arg)
-    }
+    private static let findProcInfo:
+        @convention(c) (
+            unw_addr_space_t?, unw_word_t, UnsafeMutablePointer<unw_proc_info_t>?, Int32, UnsafeMutableRawPointer?
+        ) -> Int32 = { space, ip, info, needInfo, arg in
+            guard let arg else { return -Int32(UNW_EINVAL.rawValue) }
+            let context = Unmanaged<UnwindContext>.fromOpaque(arg).takeUnretainedValue()
+            guard let module = context.modules.module(containing: ip), let table = context.table(for: module),
+                ip >= table.pointee.start_ip, ip < table.pointee.end_ip
+            else { return -Int32(UNW_ENOINFO.rawValue) }
+            return sa_unw_search_table(space, ip, table, info, needInfo, arg)
+        }
 
-    private static let accessMemory: @convention(c) (
-        unw_addr_space_t?, unw_word_t, UnsafeMutablePointer<unw_word_t>?, Int32, UnsafeMutableRawPointer?
-    ) -> Int32 = { _, address, value, write, arg in
-        guard write == 0, let arg, let value else { return -Int32(UNW_EINVAL.rawValue) }
-        let context = Unmanaged<UnwindContext>.fromOpaque(arg).takeUnretainedValue()
-        if let word = context.readWord(address) {
+    private static let accessMemory:
+        @convention(c) (
+            unw_addr_space_t?, unw_word_t, UnsafeMutablePointer<unw_word_t>?, Int32, UnsafeMutableRawPointer?
+        ) -> Int32 = { _, address, value, write, arg in
+            guard write == 0, let arg, let value else { return -Int32(UNW_EINVAL.rawValue) }
+            let context = Unmanaged<UnwindContext>.fromOpaque(arg).takeUnretainedValue()
+            if let word = context.readWord(address) {
+                value.pointee = word
+                return 0
+            }
+            // An address just below the copy is a corrupt frame; above it, the copy was too short.
+            if address >= context.stackEnd, context.modules.module(containing: address) == nil {
+                context.lastError = .outsideCopiedStack
+            }
+            return -Int32(UNW_EINVAL.rawValue)
+        }
+
+    private static let accessRegister:
+        @convention(c) (
+            unw_addr_space_t?, unw_regnum_t, UnsafeMutablePointer<unw_word_t>?, Int32, UnsafeMutableRawPointer?
+        ) -> Int32 = { _, register, value, write, arg in
+            guard write == 0, let arg, let value else { return -Int32(UNW_EINVAL.rawValue) }
+            let context = Unmanaged<UnwindContext>.fromOpaque(arg).takeUnretainedValue()
+            guard let word = context.registers[Int(register)] else {
+                context.lastError = .missingRegister
+                context.missingRegister = Int(register)
+                return -Int32(UNW_EBADREG.rawValue)
+            }
             value.pointee = word
             return 0
         }
-        // An address just below the copy is a corrupt frame; above it, the copy was too short.
-        if address >= context.stackEnd, context.modules.module(containing: address) == nil {
-            context.lastError = .outsideCopiedStack
-        }
-        return -Int32(UNW_EINVAL.rawValue)
-    }
-
-    private static let accessRegister: @convention(c) (
-        unw_addr_space_t?, unw_regnum_t, UnsafeMutablePointer<unw_word_t>?, Int32, UnsafeMutableRawPointer?
-    ) -> Int32 = { _, register, value, write, arg in
-        guard write == 0, let arg, let value else { return -Int32(UNW_EINVAL.rawValue) }
-        let context = Unmanaged<UnwindContext>.fromOpaque(arg).takeUnretainedValue()
-        guard let word = context.registers[Int(register)] else {
-            context.lastError = .missingRegister
-            context.missingRegister = Int(register)
-            return -Int32(UNW_EBADREG.rawValue)
-        }
-        value.pointee = word
-        return 0
-    }
 }

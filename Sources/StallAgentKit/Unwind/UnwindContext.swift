@@ -66,12 +66,12 @@ final class UnwindContext {
 
     private func lookUpProcedureStart(covering pc: UInt64) -> UInt64? {
         guard let addressSpace, let module = modules.module(containing: pc), let table = table(for: module),
-              pc >= table.pointee.start_ip, pc < table.pointee.end_ip
+            pc >= table.pointee.start_ip, pc < table.pointee.end_ip
         else { return nil }
         var info = unw_proc_info_t()
         let arg = Unmanaged.passUnretained(self).toOpaque()
         guard sa_unw_search_table(addressSpace, pc, table, &info, 0, arg) == 0,
-              pc >= info.start_ip, pc < info.end_ip
+            pc >= info.start_ip, pc < info.end_ip
         else { return nil }
         return info.start_ip
     }

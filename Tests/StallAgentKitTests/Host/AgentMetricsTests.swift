@@ -10,11 +10,13 @@ import Testing
         metrics.recordStall(target: "nginx.service", reason: .hang, duration: 1.5)
         metrics.recordStall(target: "nginx.service", reason: .hang, duration: 3)
         metrics.recordStall(target: "we\"ird\\name\n", reason: .lock, duration: 0.4)
-        metrics.update(target: "nginx.service", monitorKey: "1", stateSeconds: [.idle: 10, .running: 2], pauseSeconds: 0.001,
-                       capturesWithStop: 4, capturesWithoutStop: 1)
+        metrics.update(
+            target: "nginx.service", monitorKey: "1", stateSeconds: [.idle: 10, .running: 2], pauseSeconds: 0.001,
+            capturesWithStop: 4, capturesWithoutStop: 1)
         // Cumulative inputs: only the difference is added.
-        metrics.update(target: "nginx.service", monitorKey: "1", stateSeconds: [.idle: 12, .running: 2], pauseSeconds: 0.002,
-                       capturesWithStop: 6, capturesWithoutStop: 1)
+        metrics.update(
+            target: "nginx.service", monitorKey: "1", stateSeconds: [.idle: 12, .running: 2], pauseSeconds: 0.002,
+            capturesWithStop: 6, capturesWithoutStop: 1)
         metrics.updateLoop(target: "nginx.service", monitorKey: "1", turns: 900, evidence: .kernelCounter, turnLengths: [0.01, 1.5])
         metrics.updateLoop(target: "nginx.service", monitorKey: "1", turns: 1000, evidence: .kernelCounter, turnLengths: [0.02])
         metrics.touch()

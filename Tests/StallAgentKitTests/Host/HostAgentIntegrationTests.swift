@@ -59,9 +59,15 @@ import Glibc
         // Two runs of a loop that idles first, then stalls 1.3 s on CPU, then exits.
         let supervisor = Process()
         supervisor.executableURL = URL(fileURLWithPath: "/bin/sh")
-        supervisor.arguments = ["-c", "for i in 1 2; do sh -c 'echo $$ > \(pidfile); exec \"$0\" loop --script idle:0.6,spin:1.3 --gap 0.3 --exit-when-done' '\(fixtures)' >/dev/null; sleep 0.4; done"]
+        supervisor.arguments = [
+            "-c",
+            "for i in 1 2; do sh -c 'echo $$ > \(pidfile); exec \"$0\" loop --script idle:0.6,spin:1.3 --gap 0.3 --exit-when-done' '\(fixtures)' >/dev/null; sleep 0.4; done",
+        ]
         try supervisor.run()
-        defer { if supervisor.isRunning { kill(supervisor.processIdentifier, SIGKILL) }; supervisor.waitUntilExit() }
+        defer {
+            if supervisor.isRunning { kill(supervisor.processIdentifier, SIGKILL) }
+            supervisor.waitUntilExit()
+        }
         let (process, stderrPath) = try startAgent([
             "--pidfile", pidfile, "--name", "app", "--report-dir", dir + "/reports", "--state-dir", dir + "/state",
             "--metrics-file", dir + "/stallagent.prom", "--metrics-interval", "0.5s", "--retry-interval", "0.1s",
@@ -157,7 +163,8 @@ import Glibc
         // It also fails if it started with signals blocked (the agent reads its own from a
         // signalfd and keeps them blocked; a child must not inherit that). Read with builtins
         // before any fork: the shell blocks signals of its own while it forks and waits.
-        try "#!/bin/sh\n[ \"$1\" = show ] || exit 1\n[ -z \"$NOTIFY_SOCKET$WATCHDOG_USEC\" ] || { echo inherited; exit 1; }\nwhile read -r key value; do [ \"$key\" = SigBlk: ] && blocked=$value; done < /proc/$$/status\ncase $blocked in *[!0]*|'') echo \"blocked $blocked\" >&2; exit 1;; esac\ncat '\(properties)'\n"
+        try
+            "#!/bin/sh\n[ \"$1\" = show ] || exit 1\n[ -z \"$NOTIFY_SOCKET$WATCHDOG_USEC\" ] || { echo inherited; exit 1; }\nwhile read -r key value; do [ \"$key\" = SigBlk: ] && blocked=$value; done < /proc/$$/status\ncase $blocked in *[!0]*|'') echo \"blocked $blocked\" >&2; exit 1;; esac\ncat '\(properties)'\n"
             .write(toFile: systemctl, atomically: true, encoding: .utf8)
         chmod(systemctl, 0o755)
         let notify = try DatagramReceiver()
@@ -207,7 +214,10 @@ import Glibc
         helper.executableURL = URL(fileURLWithPath: "/bin/sleep")
         helper.arguments = ["20"]
         try helper.run()
-        defer { kill(helper.processIdentifier, SIGKILL); helper.waitUntilExit() }
+        defer {
+            kill(helper.processIdentifier, SIGKILL)
+            helper.waitUntilExit()
+        }
         try "\(helper.processIdentifier)\n\(fixture.pid)\n".write(toFile: unitDir + "/cgroup.procs", atomically: true, encoding: .utf8)
         #expect(finish(process) == 0)
         let stderr = try String(contentsOfFile: stderrPath, encoding: .utf8)
@@ -238,9 +248,11 @@ import Glibc
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let first = try FixtureProcess(["loop", "--script", "idle:0.3,spin:1.3", "--gap", "0.3", "--exit-when-done"])
         let second = try FixtureProcess(["loop", "--script", "idle:0.3,spin:1.3", "--gap", "0.3", "--exit-when-done"])
-        let result = try runCommand(agent, [
-            "--pid", "\(first.pid)", "--pid", "\(second.pid)", "--report-dir", dir, "--metrics-file", dir + "/m.prom",
-        ], timeout: 30)
+        let result = try runCommand(
+            agent,
+            [
+                "--pid", "\(first.pid)", "--pid", "\(second.pid)", "--report-dir", dir, "--metrics-file", dir + "/m.prom",
+            ], timeout: 30)
         #expect(result.status == 0, "\(result.stderr)")
         for pid in [first.pid, second.pid] {
             #expect(result.stderr.contains("in stall-fixtures[\(pid)] detected"), "\(result.stderr)")
@@ -258,10 +270,12 @@ import Glibc
         var outputs: [String] = []
         for _ in 0..<2 {
             let fixture = try FixtureProcess(["loop", "--script", "spin:1.3", "--gap", "0.3", "--exit-when-done"])
-            let result = try runCommand(agent, [
-                "--pid", "\(fixture.pid)", "--report-dir", dir + "/reports", "--state-dir", dir + "/state",
-                "--min-report-interval", "1h",
-            ], timeout: 30)
+            let result = try runCommand(
+                agent,
+                [
+                    "--pid", "\(fixture.pid)", "--report-dir", dir + "/reports", "--state-dir", dir + "/state",
+                    "--min-report-interval", "1h",
+                ], timeout: 30)
             #expect(result.status == 0)
             outputs.append(result.stderr)
         }
@@ -301,15 +315,18 @@ import Glibc
         defer { _ = try? runCommand(URL(fileURLWithPath: "/bin/umount"), [mountPoint]) }
         _ = FileManager.default.createFile(atPath: mountPoint + "/fill", contents: Data(repeating: 0, count: 12 * 1024))
         let fixture = try FixtureProcess(["loop", "--script", "spin:1.3", "--gap", "0.3", "--exit-when-done"])
-        let result = try runCommand(agent, [
-            "--pid", "\(fixture.pid)", "--report-dir", mountPoint + "/reports", "--metrics-file", mountPoint + "/m.prom",
-            "--metrics-interval", "0.2s",
-        ], timeout: 30)
+        let result = try runCommand(
+            agent,
+            [
+                "--pid", "\(fixture.pid)", "--report-dir", mountPoint + "/reports", "--metrics-file", mountPoint + "/m.prom",
+                "--metrics-interval", "0.2s",
+            ], timeout: 30)
         #expect(result.status == 0, "\(result.stderr)")
         #expect(result.stderr.contains("No space left on device"), "\(result.stderr)")
         #expect(result.stderr.contains("0x8badf00d hang"))
         #expect(result.stderr.contains("report could not be written"), "\(result.stderr)")
-        let leftovers = (try FileManager.default.contentsOfDirectory(atPath: mountPoint + "/reports"))
+        let leftovers =
+            (try FileManager.default.contentsOfDirectory(atPath: mountPoint + "/reports"))
             + (try FileManager.default.contentsOfDirectory(atPath: mountPoint)).filter { $0.hasPrefix(".") }
         #expect(leftovers.isEmpty, "\(leftovers)")
     }
@@ -319,7 +336,9 @@ import Glibc
         let dir = try temporaryDirectory("listen")
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let port = Int.random(in: 20_000...40_000)
-        let (process, stderrPath) = try startAgent(["--pid", "\(fixture.pid)", "--report-dir", dir, "--metrics-listen", "127.0.0.1:\(port)", "--duration", "4s"])
+        let (process, stderrPath) = try startAgent([
+            "--pid", "\(fixture.pid)", "--report-dir", dir, "--metrics-listen", "127.0.0.1:\(port)", "--duration", "4s",
+        ])
         usleep(1_500_000)
         let curl = try runCommand(URL(fileURLWithPath: "/usr/bin/curl"), ["-sS", "-i", "http://127.0.0.1:\(port)/metrics"])
         let missing = try runCommand(URL(fileURLWithPath: "/usr/bin/curl"), ["-sS", "-o", "/dev/null", "-w", "%{http_code}", "http://127.0.0.1:\(port)/nope"])
@@ -360,12 +379,16 @@ import Glibc
         let fixture = try FixtureProcess(["loop", "--script", "spin:1.3", "--gap", "0.3", "--exit-when-done"])
         let setpriv = URL(fileURLWithPath: "/usr/bin/setpriv")
         func dropped(_ caps: String) -> [String] {
-            ["--reuid=65534", "--regid=65534", "--clear-groups", "--no-new-privs", "--inh-caps=-all\(caps)",
-             "--ambient-caps=-all\(caps)", "--bounding-set=-all\(caps)"]
+            [
+                "--reuid=65534", "--regid=65534", "--clear-groups", "--no-new-privs", "--inh-caps=-all\(caps)",
+                "--ambient-caps=-all\(caps)", "--bounding-set=-all\(caps)",
+            ]
         }
-        let withCaps = try runCommand(setpriv, dropped(",+sys_ptrace,+dac_read_search") + [
-            agent.path, "--pid", "\(fixture.pid)", "--report-dir", dir + "/reports",
-        ], timeout: 30)
+        let withCaps = try runCommand(
+            setpriv,
+            dropped(",+sys_ptrace,+dac_read_search") + [
+                agent.path, "--pid", "\(fixture.pid)", "--report-dir", dir + "/reports",
+            ], timeout: 30)
         #expect(withCaps.status == 0, "\(withCaps.stderr)")
         #expect(withCaps.stderr.contains("0x8badf00d hang"), "\(withCaps.stderr)")
         #expect(withCaps.stderr.contains("busy_compute"), "\(withCaps.stderr)")
@@ -390,9 +413,11 @@ import Glibc
         try FileManager.default.createDirectory(atPath: unitDir, withIntermediateDirectories: true)
         try "\(target.pid)\n".write(toFile: unitDir + "/cgroup.procs", atomically: true, encoding: .utf8)
         let (process, stderrPath) = try startAgent(
-            ["--reuid=65534", "--regid=65534", "--clear-groups", "--no-new-privs",
-             "--inh-caps=-all,+sys_ptrace", "--ambient-caps=-all,+sys_ptrace", "--bounding-set=-all,+sys_ptrace",
-             agent.path, "--unit", "demo", "--report-dir", dir + "/reports", "--retry-interval", "0.1s", "--duration", "20s"],
+            [
+                "--reuid=65534", "--regid=65534", "--clear-groups", "--no-new-privs",
+                "--inh-caps=-all,+sys_ptrace", "--ambient-caps=-all,+sys_ptrace", "--bounding-set=-all,+sys_ptrace",
+                agent.path, "--unit", "demo", "--report-dir", dir + "/reports", "--retry-interval", "0.1s", "--duration", "20s",
+            ],
             environment: ["INVOCATION_ID": "5c1d0e7f2a8b4c3d9e6f1a2b3c4d5e6f", "STALLAGENT_CGROUP_ROOT": dir + "/cgroup"],
             executable: URL(fileURLWithPath: "/usr/bin/setpriv"))
         #expect(finish(process, timeout: 10) == 4)

@@ -71,8 +71,9 @@ import Testing
         defer { try? FileManager.default.removeItem(atPath: dir) }
         try FileManager.default.createDirectory(atPath: dir + "/usr/lib/systemd/catalog", withIntermediateDirectories: true)
         try FileManager.default.createDirectory(atPath: dir + "/var/lib/systemd/catalog", withIntermediateDirectories: true)
-        try FileManager.default.copyItem(atPath: Self.root.appendingPathComponent("systemd/stallagent.catalog").path,
-                                         toPath: dir + "/usr/lib/systemd/catalog/stallagent.catalog")
+        try FileManager.default.copyItem(
+            atPath: Self.root.appendingPathComponent("systemd/stallagent.catalog").path,
+            toPath: dir + "/usr/lib/systemd/catalog/stallagent.catalog")
         let journalctl = URL(fileURLWithPath: "/usr/bin/journalctl")
         #expect(try runCommand(journalctl, ["--root=" + dir, "--update-catalog"]).status == 0)
         let list = try runCommand(journalctl, ["--root=" + dir, "--list-catalog"])

@@ -152,37 +152,37 @@ extension HostAgentIntegrationTests {
         defer { try? FileManager.default.removeItem(atPath: dir) }
         chmod(dir, 0o755)
         try """
-            package Stall;
-            use nginx;
-            sub handler {
-                my $r = shift;
-                my ($seconds) = ($r->args // '') =~ /s=([0-9]+)/;
-                sleep($seconds || 2);
-                $r->send_http_header("text/plain");
-                $r->print("slept\\n");
-                return OK;
-            }
-            1;
-            """.write(toFile: dir + "/Stall.pm", atomically: true, encoding: .utf8)
+        package Stall;
+        use nginx;
+        sub handler {
+            my $r = shift;
+            my ($seconds) = ($r->args // '') =~ /s=([0-9]+)/;
+            sleep($seconds || 2);
+            $r->send_http_header("text/plain");
+            $r->print("slept\\n");
+            return OK;
+        }
+        1;
+        """.write(toFile: dir + "/Stall.pm", atomically: true, encoding: .utf8)
         let port = Int.random(in: 20000..<40000)
         try """
-            load_module /usr/lib/nginx/modules/ngx_http_perl_module.so;
-            daemon off;
-            worker_processes 2;
-            pid \(dir)/nginx.pid;
-            error_log \(dir)/error.log;
-            events { worker_connections 64; }
-            http {
-                access_log off;
-                client_body_temp_path \(dir)/body;
-                perl_modules \(dir);
-                perl_require Stall.pm;
-                server {
-                    listen 127.0.0.1:\(port);
-                    location /stall { perl Stall::handler; }
-                }
+        load_module /usr/lib/nginx/modules/ngx_http_perl_module.so;
+        daemon off;
+        worker_processes 2;
+        pid \(dir)/nginx.pid;
+        error_log \(dir)/error.log;
+        events { worker_connections 64; }
+        http {
+            access_log off;
+            client_body_temp_path \(dir)/body;
+            perl_modules \(dir);
+            perl_require Stall.pm;
+            server {
+                listen 127.0.0.1:\(port);
+                location /stall { perl Stall::handler; }
             }
-            """.write(toFile: dir + "/nginx.conf", atomically: true, encoding: .utf8)
+        }
+        """.write(toFile: dir + "/nginx.conf", atomically: true, encoding: .utf8)
         let nginx = Process()
         nginx.executableURL = URL(fileURLWithPath: "/usr/sbin/nginx")
         nginx.arguments = ["-c", dir + "/nginx.conf", "-p", dir, "-e", dir + "/error.log"]

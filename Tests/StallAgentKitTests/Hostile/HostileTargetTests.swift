@@ -143,8 +143,10 @@ import Glibc
         let reports = scratch.path("reports")
         let result = try runCommand(
             agent,
-            ["--pid", "\(target.pid)", "--report-dir", reports, "--threshold", "0.4s", "--launch-threshold", "0.4s",
-             "--duration", "2s"], timeout: 30)
+            [
+                "--pid", "\(target.pid)", "--report-dir", reports, "--threshold", "0.4s", "--launch-threshold", "0.4s",
+                "--duration", "2s",
+            ], timeout: 30)
         #expect(result.status == 0, "\(result.stderr.prefix(2000))")
         #expect(result.stderr.utf8.count < 8000, "stderr is \(result.stderr.utf8.count) bytes")
         let files = (try? FileManager.default.contentsOfDirectory(atPath: reports)) ?? []
@@ -216,8 +218,10 @@ import Glibc
         defer { target.stop() }
         let agentPID = try CleanProcess.spawn(
             FixtureProcess.stallagentURL.path,
-            ["--pid", "\(target.pid)", "--report-dir", scratch.path("reports"), "--sample-interval", "5ms",
-             "--duration", "300s", "--quiet"],
+            [
+                "--pid", "\(target.pid)", "--report-dir", scratch.path("reports"), "--sample-interval", "5ms",
+                "--duration", "300s", "--quiet",
+            ],
             stderr: scratch.path("agent.err"))
         var ending: CleanProcess.Ending?
         defer {
@@ -228,7 +232,7 @@ import Glibc
         }
         func state(_ pid: Int32) -> Character? {
             guard let text = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
-                  let paren = text.lastIndex(of: ")")
+                let paren = text.lastIndex(of: ")")
             else { return nil }
             return text[text.index(paren, offsetBy: 2)...].first
         }
@@ -278,15 +282,20 @@ import Glibc
     // MARK: 5. Secrets and permissions
 
     @Test func attack5_secretLookingArgumentsAreRedacted() {
-        let argv = ["server", "--password=hunter2", "--token", "hunter3", "PGPASSWORD=hunter4", "redis://u:hunter5@h:6379/0",
-                    "-phunter6", "-p", "hunter7", "--db-pass=hunter8", "--url=https://a:hunter9@example.com/x", "--port", "80",
-                    "--passive", "plain", "--verbose", "--api-key", "--next"]
+        let argv = [
+            "server", "--password=hunter2", "--token", "hunter3", "PGPASSWORD=hunter4", "redis://u:hunter5@h:6379/0",
+            "-phunter6", "-p", "hunter7", "--db-pass=hunter8", "--url=https://a:hunter9@example.com/x", "--port", "80",
+            "--passive", "plain", "--verbose", "--api-key", "--next",
+        ]
         let redacted = ArgvRedactor.redact(argv)
         #expect(!redacted.joined(separator: " ").contains("hunter"), "\(redacted)")
-        #expect(redacted == ["server", "--password=<redacted>", "--token", "<redacted>", "PGPASSWORD=<redacted>",
-                             "redis://u:<redacted>@h:6379/0", "-p<redacted>", "-p", "<redacted>", "--db-pass=<redacted>",
-                             "--url=https://a:<redacted>@example.com/x", "--port", "80", "--passive", "plain", "--verbose",
-                             "--api-key", "--next"])
+        #expect(
+            redacted == [
+                "server", "--password=<redacted>", "--token", "<redacted>", "PGPASSWORD=<redacted>",
+                "redis://u:<redacted>@h:6379/0", "-p<redacted>", "-p", "<redacted>", "--db-pass=<redacted>",
+                "--url=https://a:<redacted>@example.com/x", "--port", "80", "--passive", "plain", "--verbose",
+                "--api-key", "--next",
+            ])
     }
 
     /// The owner starts a daemon with a password on its command line; the root agent's
@@ -296,8 +305,10 @@ import Glibc
         func watch(_ extra: [String]) throws -> (text: String, json: String, directory: String) {
             let target = Process()
             target.executableURL = URL(fileURLWithPath: "/bin/sh")
-            target.arguments = ["-c", "while :; do :; done", "sh", "--password=hunter2", "--token", "hunter3",
-                                "PGPASSWORD=hunter4", "redis://user:hunter5@db/0"]
+            target.arguments = [
+                "-c", "while :; do :; done", "sh", "--password=hunter2", "--token", "hunter3",
+                "PGPASSWORD=hunter4", "redis://user:hunter5@db/0",
+            ]
             try target.run()
             defer {
                 kill(target.processIdentifier, SIGKILL)
@@ -305,8 +316,11 @@ import Glibc
             }
             let reports = scratch.path("reports-\(UUID().uuidString)/nested")
             let result = try runCommand(
-                agent, ["--pid", "\(target.processIdentifier)", "--report-dir", reports, "--threshold", "0.3s",
-                        "--launch-threshold", "0.3s", "--duration", "1.5s"] + extra, timeout: 30)
+                agent,
+                [
+                    "--pid", "\(target.processIdentifier)", "--report-dir", reports, "--threshold", "0.3s",
+                    "--launch-threshold", "0.3s", "--duration", "1.5s",
+                ] + extra, timeout: 30)
             #expect(result.status == 0, "\(result.stderr)")
             let files = (try? FileManager.default.contentsOfDirectory(atPath: reports)) ?? []
             let text = try #require(files.first { $0.hasSuffix(".txt") }, "\(files) \(result.stderr)")
@@ -317,9 +331,11 @@ import Glibc
             }
             var info = stat()
             #expect(stat(reports, &info) == 0 && info.st_mode & 0o777 == 0o750, "directory mode \(String(info.st_mode & 0o777, radix: 8))")
-            return (try String(contentsOfFile: reports + "/" + text, encoding: .utf8),
-                    try String(contentsOfFile: reports + "/" + text.replacingOccurrences(of: ".txt", with: ".json"), encoding: .utf8),
-                    reports)
+            return (
+                try String(contentsOfFile: reports + "/" + text, encoding: .utf8),
+                try String(contentsOfFile: reports + "/" + text.replacingOccurrences(of: ".txt", with: ".json"), encoding: .utf8),
+                reports
+            )
         }
         let redacted = try watch([])
         for content in [redacted.text, redacted.json] {
@@ -385,10 +401,11 @@ import Glibc
     @Test func attack8_exitSummaryMemoryIsBoundedAcrossManyStalls() {
         var summary = MonitorSummary(pid: 1, name: "t", watchedSeconds: 1000, reportDirectory: "r")
         for index in 0..<1000 {
-            summary.record(MonitorSummary.Stall(
-                id: index + 1, reason: index % 2 == 0 ? .hang : .blocked, phase: .loop, duration: 1 + Double(index % 37) / 10,
-                startMonotonic: 0, endMonotonic: 1, topFunction: "f", heaviestFunctions: ["f", "main"], deadlock: false,
-                lockOwnerName: nil, firstWrittenMonotonic: nil, reportPath: "p", occurrence: 1, terminated: false))
+            summary.record(
+                MonitorSummary.Stall(
+                    id: index + 1, reason: index % 2 == 0 ? .hang : .blocked, phase: .loop, duration: 1 + Double(index % 37) / 10,
+                    startMonotonic: 0, endMonotonic: 1, topFunction: "f", heaviestFunctions: ["f", "main"], deadlock: false,
+                    lockOwnerName: nil, firstWrittenMonotonic: nil, reportPath: "p", occurrence: 1, terminated: false))
         }
         #expect(summary.stallCount == 1000)
         #expect(summary.stalls.count == MonitorSummary.maxKeptStalls)
@@ -508,10 +525,11 @@ import Glibc
         #expect(perf.status == 0, "\(perf.stderr)")
         let jsons = hostileJSONReports(in: sampled)
         #expect(!jsons.isEmpty, "\(perf.stderr)")
-        #expect(jsons.contains { json in
-            let frames = (json["heaviestStack"] as? [String: Any])?["frames"] as? [[String: Any]] ?? []
-            return frames.contains { $0["function"] as? String == "busy_compute" }
-        }, "\(perf.stderr)")
+        #expect(
+            jsons.contains { json in
+                let frames = (json["heaviestStack"] as? [String: Any])?["frames"] as? [[String: Any]] ?? []
+                return frames.contains { $0["function"] as? String == "busy_compute" }
+            }, "\(perf.stderr)")
     }
 
     /// After an exec, reports named the old program (name, path, build-id, command line).
@@ -525,7 +543,9 @@ import Glibc
         }
         let target = Process()
         target.executableURL = URL(fileURLWithPath: python)
-        target.arguments = ["-c", "import os, time; time.sleep(1.0); os.execv('\(other)', ['\(other)', 'loop', '--script', 'spin:1.2,spin:1.2', '--gap', '0.3'])"]
+        target.arguments = [
+            "-c", "import os, time; time.sleep(1.0); os.execv('\(other)', ['\(other)', 'loop', '--script', 'spin:1.2,spin:1.2', '--gap', '0.3'])",
+        ]
         try target.run()
         defer {
             kill(target.processIdentifier, SIGKILL)

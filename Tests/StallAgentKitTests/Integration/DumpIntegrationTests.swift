@@ -129,7 +129,8 @@ import Glibc
         #expect(fixture.waitForExit(timeout: 10))
         let text = try String(contentsOf: gaps, encoding: .utf8)
         let header = text.split(separator: "\n").first.map(String.init) ?? ""
-        let iterations = header.split(separator: " ").first { $0.hasPrefix("iterations=") }
+        let iterations =
+            header.split(separator: " ").first { $0.hasPrefix("iterations=") }
             .flatMap { UInt64($0.dropFirst("iterations=".count)) } ?? 0
         #expect(iterations > 1000, "target made no progress: \(header)")
     }

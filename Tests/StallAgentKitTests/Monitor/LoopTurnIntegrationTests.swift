@@ -25,7 +25,8 @@ import Glibc
         throws -> (MonitorSummary, String)
     {
         var options = MonitorOptions()
-        options.reportDirectory = FileManager.default.temporaryDirectory
+        options.reportDirectory =
+            FileManager.default.temporaryDirectory
             .appendingPathComponent("stallagent-test-\(UUID().uuidString)").path
         options.duration = duration
         options.quiet = true
@@ -154,11 +155,13 @@ import Glibc
         defer { try? FileManager.default.removeItem(atPath: dir) }
         func agent(caps: String, reports: String) throws -> CommandResult {
             let fixture = try FixtureProcess(["loop", "--script", "spin:1.3", "--gap", "0.3", "--exit-when-done"])
-            return try runCommand(URL(fileURLWithPath: "/usr/bin/setpriv"), [
-                "--reuid=65534", "--regid=65534", "--clear-groups", "--no-new-privs", "--inh-caps=-all\(caps)",
-                "--ambient-caps=-all\(caps)", "--bounding-set=-all\(caps)",
-                FixtureProcess.stallagentURL.path, "--pid", "\(fixture.pid)", "--report-dir", dir + "/" + reports,
-            ], timeout: 30)
+            return try runCommand(
+                URL(fileURLWithPath: "/usr/bin/setpriv"),
+                [
+                    "--reuid=65534", "--regid=65534", "--clear-groups", "--no-new-privs", "--inh-caps=-all\(caps)",
+                    "--ambient-caps=-all\(caps)", "--bounding-set=-all\(caps)",
+                    FixtureProcess.stallagentURL.path, "--pid", "\(fixture.pid)", "--report-dir", dir + "/" + reports,
+                ], timeout: 30)
         }
         let refused = try agent(caps: ",+sys_ptrace,+dac_read_search", reports: "a")
         #expect(refused.status == 0, "\(refused.stderr)")
@@ -183,7 +186,8 @@ import Glibc
     /// the fallback line for a `sh -c 'exit N'` about once in a few hundred runs (a red CI run).
     @Test(.enabled(if: (try? LoopTurnCounter.tracepointIDs()) != nil))
     func aTargetExitingDuringTheOpenIsGoneNotUnavailable() throws {
-        var opened = 0, gone = 0
+        var opened = 0
+        var gone = 0
         for _ in 0..<200 {
             let pid = try CleanProcess.spawn("/bin/true", [])
             do {

@@ -91,7 +91,10 @@ import Glibc
 
     @Test func deadlockIsNamedWithItsOwner() throws {
         let fixture = try FixtureProcess(["deadlock"])
-        let (summary, reportDir) = try watch(pid: fixture.pid, duration: 2.5) { $0.threshold = 0.5; $0.launchThreshold = 0.5 }
+        let (summary, reportDir) = try watch(pid: fixture.pid, duration: 2.5) {
+            $0.threshold = 0.5
+            $0.launchThreshold = 0.5
+        }
         defer { try? FileManager.default.removeItem(atPath: reportDir) }
         #expect(summary.stalls.count == 1)
         let stall = try #require(summary.stalls.first)

@@ -21,7 +21,7 @@ import Glibc
         let watcher = Thread {
             let deadline = Date().addingTimeInterval(30)
             while Date() < deadline, let text = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
-                  let stat = ProcThreadStat.parse(text), stat.state != "Z"
+                let stat = ProcThreadStat.parse(text), stat.state != "Z"
             {
                 if stat.state == "t" { stopped.withLock { $0 += 1 } }
                 usleep(1000)

@@ -20,8 +20,10 @@ import Glibc
         #expect(bad.stderr.contains("not a duration"))
         #expect(try runCommand(agent, ["--pid", "\(fixture.pid)", "--kill-after", "-1s"]).status == 64)
         // Values that used to crash the agent or stop a blocked thread: clean usage errors.
-        for arguments in [["--max-stack=-1"], ["--max-stack", "0"], ["--probe-interval", "1e300s"],
-                          ["--threshold=-1s"], ["--loop-turns", "sometimes"]] {
+        for arguments in [
+            ["--max-stack=-1"], ["--max-stack", "0"], ["--probe-interval", "1e300s"],
+            ["--threshold=-1s"], ["--loop-turns", "sometimes"],
+        ] {
             let refused = try runCommand(agent, ["--pid", "\(fixture.pid)", "--duration", "1s"] + arguments)
             #expect(refused.status == 64, "\(arguments): \(refused.stderr)")
             #expect(refused.stderr.contains("Error: --"), "\(arguments): \(refused.stderr)")

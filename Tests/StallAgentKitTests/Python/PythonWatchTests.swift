@@ -58,10 +58,12 @@ import Glibc
             #expect(sleep.stallFrame?.file == server)
             let names = sleep.heaviestStack?.frames.compactMap(\.function) ?? []
             // The handler runs inside the coroutine `handle`, inside the loop, inside main.
-            let handler = names.firstIndex(of: "slow_sleep_handler"), coroutine = names.firstIndex(of: "handle")
+            let handler = names.firstIndex(of: "slow_sleep_handler")
+            let coroutine = names.firstIndex(of: "handle")
             #expect(handler != nil && coroutine != nil && handler! < coroutine!, "\(names)")
             #expect(names.last == "_start", "\(names)")
-            let text = try String(contentsOfFile: reports + "/" + files.first { $0.contains("blocked") }!.replacingOccurrences(of: ".json", with: ".txt"), encoding: .utf8)
+            let text = try String(
+                contentsOfFile: reports + "/" + files.first { $0.contains("blocked") }!.replacingOccurrences(of: ".json", with: ".txt"), encoding: .utf8)
             #expect(text.contains("slow_sleep_handler (aserver.py:4)"))
         }
         if let cpu = byCulprit["cpu_handler"] {

@@ -78,8 +78,10 @@ import Testing
     }
 
     @Test func outOfRangeValuesAreAcceptedNowhere() throws {
-        for (setting, text) in [(Settings.threshold, "9ms"), (Settings.threshold, "367d"), (Settings.retryInterval, "49ms"),
-                                (Settings.metricsInterval, "99ms"), (Settings.maxReportAge, "36601d")] {
+        for (setting, text) in [
+            (Settings.threshold, "9ms"), (Settings.threshold, "367d"), (Settings.retryInterval, "49ms"),
+            (Settings.metricsInterval, "99ms"), (Settings.maxReportAge, "36601d"),
+        ] {
             #expect(throws: SettingProblem.self) { try setting.parse(text) }
         }
         #expect(try Settings.retryInterval.parse("50ms") == .milliseconds(50))
@@ -128,9 +130,11 @@ import Testing
     @Test func aBadConfigFileExits78WithItsLine() throws {
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("settings-\(UUID().uuidString).yaml").path
         defer { try? FileManager.default.removeItem(atPath: path) }
-        for (text, message) in [("perf-sampling: false\nmax-stack: -1\n", ":2: 'max-stack': '-1' is out of range (4KiB to 64MiB)"),
-                                ("probe-interval: 1e300s\n", ":1: 'probe-interval': '1e300s' is out of range (1ms to 366d)"),
-                                ("keep-argv: perhaps\n", ":1: 'keep-argv': 'perhaps' is not true or false")] {
+        for (text, message) in [
+            ("perf-sampling: false\nmax-stack: -1\n", ":2: 'max-stack': '-1' is out of range (4KiB to 64MiB)"),
+            ("probe-interval: 1e300s\n", ":1: 'probe-interval': '1e300s' is out of range (1ms to 366d)"),
+            ("keep-argv: perhaps\n", ":1: 'keep-argv': 'perhaps' is not true or false"),
+        ] {
             try (text + "targets:\n  - pid: 1\n").write(toFile: path, atomically: true, encoding: .utf8)
             let result = try runCommand(agent, ["--config", path])
             #expect(result.status == 78, "\(result.stderr)")

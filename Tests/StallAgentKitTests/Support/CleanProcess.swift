@@ -16,8 +16,10 @@ enum CleanProcess {
 
     /// Starts `path`; with `newSession` as the leader of a new session without a controlling
     /// terminal (its process group is then its own to signal). Output goes to the given files.
-    static func spawn(_ path: String, _ arguments: [String], newSession: Bool = false,
-                      stdout: String = "/dev/null", stderr: String = "/dev/null") throws -> pid_t {
+    static func spawn(
+        _ path: String, _ arguments: [String], newSession: Bool = false,
+        stdout: String = "/dev/null", stderr: String = "/dev/null"
+    ) throws -> pid_t {
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)
         defer { posix_spawnattr_destroy(&attributes) }

@@ -74,8 +74,9 @@ final class NativeFixture: @unchecked Sendable {
     /// The 1-based line of the first line containing `marker` in the fixture source.
     static func line(of marker: String, in source: String) throws -> Int {
         let text = try String(contentsOf: sourceURL(source), encoding: .utf8)
-        guard let index = text.split(separator: "\n", omittingEmptySubsequences: false)
-            .firstIndex(where: { $0.contains(marker) })
+        guard
+            let index = text.split(separator: "\n", omittingEmptySubsequences: false)
+                .firstIndex(where: { $0.contains(marker) })
         else { throw NativeFixtureError.failed("no \(marker) in \(source)") }
         return index + 1
     }

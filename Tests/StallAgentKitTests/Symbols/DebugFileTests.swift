@@ -135,8 +135,9 @@ import Glibc
             let address = text.virtualAddress + UInt64.random(in: 0..<text.memorySize, using: &generator)
             let a = subset.locate(address)
             let b = whole.locate(address)
-            #expect(a?.file == b?.file && a?.line == b?.line && a?.inlined == b?.inlined && a?.function == b?.function
-                && a?.functionStart == b?.functionStart, "\(String(address, radix: 16))")
+            #expect(
+                a?.file == b?.file && a?.line == b?.line && a?.inlined == b?.inlined && a?.function == b?.function
+                    && a?.functionStart == b?.functionStart, "\(String(address, radix: 16))")
             if a?.line != nil { withLines += 1 }
         }
         #expect(withLines > 200)

@@ -116,9 +116,11 @@ import Glibc
         try? FileManager.default.removeItem(at: cache)
         let watch = try runCommand(
             URL(fileURLWithPath: "/usr/bin/env"),
-            ["DEBUGINFOD_URLS=\(url)", "DEBUGINFOD_CACHE_PATH=\(cache.path)", FixtureProcess.stallagentURL.path,
-             "--pid", "\(target.pid)", "--threshold", "500ms", "--launch-threshold", "500ms", "--duration", "3s",
-             "--report-dir", reports.path, "--quiet"], timeout: 60)
+            [
+                "DEBUGINFOD_URLS=\(url)", "DEBUGINFOD_CACHE_PATH=\(cache.path)", FixtureProcess.stallagentURL.path,
+                "--pid", "\(target.pid)", "--threshold", "500ms", "--launch-threshold", "500ms", "--duration", "3s",
+                "--report-dir", reports.path, "--quiet",
+            ], timeout: 60)
         #expect(watch.status == 0, "\(watch.stderr)")
         let json = try #require(
             try FileManager.default.contentsOfDirectory(atPath: reports.path).first { $0.hasSuffix(".json") },

@@ -63,24 +63,25 @@ import Glibc
     }
 
     /// Debian's stripped servers as shipped, named only where eu-stack names them too.
-    @Test(.enabled(
-        if: FileManager.default.isExecutableFile(atPath: "/usr/sbin/nginx") && EuStack.url != nil,
-        "nginx or eu-stack (elfutils) is not installed"))
+    @Test(
+        .enabled(
+            if: FileManager.default.isExecutableFile(atPath: "/usr/sbin/nginx") && EuStack.url != nil,
+            "nginx or eu-stack (elfutils) is not installed"))
     func nginxWorkerFramesAreNamedOnlyWhereEuStackNamesThem() throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("stallagent-nginx-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory.appendingPathComponent("logs"), withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
         let port = 20_000 + Int(getpid() % 20_000)
         try """
-            daemon off;
-            master_process off;
-            pid \(directory.path)/nginx.pid;
-            error_log \(directory.path)/logs/error.log;
-            events { worker_connections 16; }
-            http { access_log off; client_body_temp_path \(directory.path); proxy_temp_path \(directory.path);
-                   fastcgi_temp_path \(directory.path); uwsgi_temp_path \(directory.path); scgi_temp_path \(directory.path);
-                   server { listen 127.0.0.1:\(port); return 200; } }
-            """.write(to: directory.appendingPathComponent("nginx.conf"), atomically: true, encoding: .utf8)
+        daemon off;
+        master_process off;
+        pid \(directory.path)/nginx.pid;
+        error_log \(directory.path)/logs/error.log;
+        events { worker_connections 16; }
+        http { access_log off; client_body_temp_path \(directory.path); proxy_temp_path \(directory.path);
+               fastcgi_temp_path \(directory.path); uwsgi_temp_path \(directory.path); scgi_temp_path \(directory.path);
+               server { listen 127.0.0.1:\(port); return 200; } }
+        """.write(to: directory.appendingPathComponent("nginx.conf"), atomically: true, encoding: .utf8)
         let nginx = try FixtureProcess(
             ["-p", directory.path, "-c", directory.appendingPathComponent("nginx.conf").path],
             executable: URL(fileURLWithPath: "/usr/sbin/nginx"), waitForReady: false)
@@ -88,7 +89,8 @@ import Glibc
         var blocked = false
         for _ in 0..<100 where !blocked {
             usleep(20_000)
-            blocked = (try? ProcFS.readText("/proc/\(nginx.pid)/task/\(nginx.pid)/syscall", pid: nginx.pid))?
+            blocked =
+                (try? ProcFS.readText("/proc/\(nginx.pid)/task/\(nginx.pid)/syscall", pid: nginx.pid))?
                 .hasPrefix("232 ") ?? false
         }
         try #require(blocked, "nginx did not reach epoll_wait: \(nginx.output)")

@@ -14,7 +14,8 @@ import Testing
     }
     static let swift = Result {
         try NativeFixture(name: "swiftfixture") { output in
-            try NativeFixture.run("swiftc", ["-g", "-O", "-module-name", "swiftfixture", "-o", output.path, NativeFixture.sourceURL("swiftfixture.swift").path])
+            try NativeFixture.run(
+                "swiftc", ["-g", "-O", "-module-name", "swiftfixture", "-o", output.path, NativeFixture.sourceURL("swiftfixture.swift").path])
         }
     }
 

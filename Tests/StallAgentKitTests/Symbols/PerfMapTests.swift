@@ -9,16 +9,17 @@ import Glibc
 
 @Suite struct PerfMapTests {
     @Test func parsesValidLinesAndSkipsGarbage() {
-        let map = PerfMap(text: """
-            not a line
-            7f0000001000 40 LazyCompile:*render app.js:10
-            0x7f0000002000 0x10 Interpreter
-            zz 10 bad
-            7f0000003000 0 zero_size
-            ffffffffffffffff ffff overflow
-            7f0000004000 20
-            7f0000001000 20 LazyCompile:*renderAgain app.js:10\r
-            """)
+        let map = PerfMap(
+            text: """
+                not a line
+                7f0000001000 40 LazyCompile:*render app.js:10
+                0x7f0000002000 0x10 Interpreter
+                zz 10 bad
+                7f0000003000 0 zero_size
+                ffffffffffffffff ffff overflow
+                7f0000004000 20
+                7f0000001000 20 LazyCompile:*renderAgain app.js:10\r
+                """)
         #expect(map.entries.count == 2)
         #expect(map.lookup(0x7f0000001010)?.name == "LazyCompile:*renderAgain app.js:10")
         // Past the newer, shorter entry: nothing (the older one was replaced).

@@ -27,8 +27,10 @@ import Testing
             "<rustfixture::server::queue::Worker<u32> as rustfixture::server::queue::Drain>::drain_all"
         ),
         ("_RNCNCNgCs6DXkGYLi8lr_2cc5spawn00B5_", "cc::spawn::{closure#0}::{closure#0}"),
-        ("_RINbNbCskIICzLVDPPb_5alloc5alloc8box_freeDINbNiB4_5boxed5FnBoxuEp6OutputuEL_ECs1iopQbuBiw2_3std",
-         "alloc::alloc::box_free::<dyn alloc::boxed::FnBox<(), Output = ()>>"),
+        (
+            "_RINbNbCskIICzLVDPPb_5alloc5alloc8box_freeDINbNiB4_5boxed5FnBoxuEp6OutputuEL_ECs1iopQbuBiw2_3std",
+            "alloc::alloc::box_free::<dyn alloc::boxed::FnBox<(), Output = ()>>"
+        ),
         ("_RINvNtC3std3mem8align_ofjE", "std::mem::align_of::<usize>"),
         ("_RINvNtC3std3mem8align_ofFUKCRL_mEuE", "std::mem::align_of::<unsafe extern \"C\" fn(&u32)>"),
         ("_RINvCs1_3foo3barKj2a_E", "foo::bar::<42>"),
@@ -51,7 +53,10 @@ import Testing
     }
 
     @Test func malformedV0IsRejected() {
-        for bad in ["_R", "_RN", "_RNvC", "_RNvC3fo", "_RB_", "_RNvB0_3foo", "_RC3fooQ", "_RC99999999999999999999foo", "_RINvCs1_3foo3barKbn1_E", "_ZN4testE17h0123456789abcdefE"] {
+        for bad in [
+            "_R", "_RN", "_RNvC", "_RNvC3fo", "_RB_", "_RNvB0_3foo", "_RC3fooQ", "_RC99999999999999999999foo", "_RINvCs1_3foo3barKbn1_E",
+            "_ZN4testE17h0123456789abcdefE",
+        ] {
             #expect(RustDemangler.demangle(bad) == nil, "\(bad)")
         }
     }

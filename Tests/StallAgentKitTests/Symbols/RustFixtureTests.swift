@@ -79,8 +79,14 @@ import Glibc
             let ours = RustDemangler.demangle(name)
             // Bounds we keep on purpose: output past maxOutput is refused (the raw name is
             // shown), and libiberty cannot print 128-bit constants (it writes `…_: i128`).
-            if ours == nil && normalized.utf8.count > RustDemangler.maxOutput { bounded += 1; continue }
-            if expected.contains("_: i128") || expected.contains("_: u128") { bounded += 1; continue }
+            if ours == nil && normalized.utf8.count > RustDemangler.maxOutput {
+                bounded += 1
+                continue
+            }
+            if expected.contains("_: i128") || expected.contains("_: u128") {
+                bounded += 1
+                continue
+            }
             if ours != normalized { mismatches.append("\(name)\n  ours:     \(ours ?? "nil")\n  c++filt:  \(normalized)") }
         }
         #expect(compared >= minimum)
@@ -91,7 +97,9 @@ import Glibc
     /// c++filt prints rustc-demangle's non-alternate form; ours is the alternate one.
     static func normalize(_ text: String) -> String {
         var out = text
-        for pattern in [#"\[[0-9a-f]+\]"#, #"::h[0-9a-f]{16}$"#, #"(?<=[0-9]): (?:[iu](?:8|16|32|64|128|size)|bool|char)"#, #"(?<=true|false): bool"#, #"(?<='): char"#] {
+        for pattern in [
+            #"\[[0-9a-f]+\]"#, #"::h[0-9a-f]{16}$"#, #"(?<=[0-9]): (?:[iu](?:8|16|32|64|128|size)|bool|char)"#, #"(?<=true|false): bool"#, #"(?<='): char"#,
+        ] {
             out = out.replacingOccurrences(of: pattern, with: "", options: .regularExpression)
         }
         return out
@@ -111,7 +119,8 @@ import Glibc
                 usleep(20_000)
             }
             let worker = try #require(frames.first { $0.function?.hasSuffix("::drain_all") == true }, "\(frames.map(\.displayName))")
-            let expected = mangling == "v0"
+            let expected =
+                mangling == "v0"
                 ? "<rustfixture::server::queue::Worker<u32> as rustfixture::server::queue::Drain>::drain_all"
                 : "<rustfixture::server::queue::Worker<T> as rustfixture::server::queue::Drain>::drain_all"
             #expect(worker.function == expected)

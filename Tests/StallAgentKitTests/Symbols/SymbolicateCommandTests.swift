@@ -18,8 +18,10 @@ import Glibc
         defer { process.stop() }
         let result = try runCommand(
             agent,
-            ["watch", "--pid", "\(process.pid)", "--launch-threshold", "0.3s", "--threshold", "0.3s", "--report-dir",
-             directory, "--duration", "1.2s", "--quiet"], timeout: 30)
+            [
+                "watch", "--pid", "\(process.pid)", "--launch-threshold", "0.3s", "--threshold", "0.3s", "--report-dir",
+                directory, "--duration", "1.2s", "--quiet",
+            ], timeout: 30)
         try #require(result.status == 0, "\(result.stderr)")
         let files = try FileManager.default.contentsOfDirectory(atPath: directory)
         let json = try #require(files.first { $0.hasSuffix(".json") }, "\(files)")

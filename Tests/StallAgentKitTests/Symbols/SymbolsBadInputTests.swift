@@ -43,9 +43,9 @@ import Glibc
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let source = directory.appendingPathComponent("lib.c")
         try """
-            __attribute__((noinline)) static int hidden(int x) { return x * 3 + 1; }
-            int exported(int x) { return hidden(x) + 2; }
-            """.write(to: source, atomically: true, encoding: .utf8)
+        __attribute__((noinline)) static int hidden(int x) { return x * 3 + 1; }
+        int exported(int x) { return hidden(x) + 2; }
+        """.write(to: source, atomically: true, encoding: .utf8)
         let library = directory.appendingPathComponent("lib.so")
         try NativeFixture.run("cc", ["-O1", "-shared", "-fPIC", "-o", library.path, source.path])
         let full = try symbols(library.path)
@@ -151,7 +151,7 @@ import Glibc
         let fixture = try? DebugFileTests.fixture.get()
         var xz: [UInt8] = []
         if let fixture, let mini = try? fixture.makeMiniDebugInfo(), let image = try? ElfImage(path: mini.path),
-           let section = image.section(named: ".gnu_debugdata")
+            let section = image.section(named: ".gnu_debugdata")
         {
             xz = Array(section)
             #expect(MiniDebugInfo.decompress(section) != nil)

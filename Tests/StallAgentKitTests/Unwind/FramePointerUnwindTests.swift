@@ -37,7 +37,9 @@ import Glibc
         }
         let reference = try EuStack.addresses(pid: pid, tid: pid)
         #expect(!reference.isEmpty, sourceLocation: sourceLocation)
-        #expect(dump.frames.map(\.address) == reference, "ours \(names(dump)) vs eu-stack \(reference.map { String($0, radix: 16) })", sourceLocation: sourceLocation)
+        #expect(
+            dump.frames.map(\.address) == reference, "ours \(names(dump)) vs eu-stack \(reference.map { String($0, radix: 16) })",
+            sourceLocation: sourceLocation)
     }
 
     func expectFramePointerStack(_ dump: ThreadDump, syscall: String, sourceLocation: SourceLocation = #_sourceLocation) {
@@ -83,8 +85,10 @@ import Glibc
             var slot = stack.frames[1].stackPointer
             while slot < trueRecord {
                 if let saved = context.readWord(slot), let ra = context.readWord(slot + 8),
-                   saved > slot, context.isInStack(saved), context.isPlausibleReturnAddress(ra)
-                { return slot }
+                    saved > slot, context.isInStack(saved), context.isPlausibleReturnAddress(ra)
+                {
+                    return slot
+                }
                 slot += 8
             }
             return nil

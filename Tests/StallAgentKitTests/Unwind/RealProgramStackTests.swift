@@ -58,7 +58,8 @@ import Glibc
                     + ["-D", data, "-A", "trust", "-U", "postgres", "--no-sync"], timeout: 120)
             guard initdb.status == 0 else { throw NativeFixtureError.failed("initdb: \(initdb.stderr)") }
             process.executableURL = geteuid() == 0 ? RealProgramStackTests.setpriv : postgres
-            process.arguments = (geteuid() == 0 ? prefix + [postgres.path] : [])
+            process.arguments =
+                (geteuid() == 0 ? prefix + [postgres.path] : [])
                 + ["--single", "-D", data, "-F", "-c", "listen_addresses=", "postgres"]
             process.standardInput = input
             process.standardOutput = FileHandle.nullDevice
@@ -75,7 +76,7 @@ import Glibc
             let deadline = Date().addingTimeInterval(timeout)
             while Date() < deadline {
                 if let text = try? ProcFS.readText("/proc/\(pid)/task/\(pid)/syscall", pid: pid),
-                   let info = ProcSyscallInfo.parse(text), info.syscallName == syscall
+                    let info = ProcSyscallInfo.parse(text), info.syscallName == syscall
                 {
                     usleep(100_000)
                     return true
@@ -98,8 +99,9 @@ import Glibc
             return
         }
         let reference = try EuStack.addresses(pid: pid, tid: pid)
-        #expect(dump.frames.map(\.address) == reference,
-                "ours \(names(dump)) vs eu-stack \(reference.map { String($0, radix: 16) })", sourceLocation: sourceLocation)
+        #expect(
+            dump.frames.map(\.address) == reference,
+            "ours \(names(dump)) vs eu-stack \(reference.map { String($0, radix: 16) })", sourceLocation: sourceLocation)
     }
 
     @Test(.enabled(if: RealProgramStackTests.postgres != nil, "PostgreSQL is not installed (apt-get install postgresql)"))
@@ -122,8 +124,10 @@ import Glibc
         #expect(sleeping.captureMethod == .withoutStop)
         #expect(sleeping.unwindEnd == .complete, "\(names(sleeping))")
         expectInOrder(
-            ["epoll_wait", "WaitEventSetWait", "WaitLatch", "pg_sleep", "standard_ExecutorRun", "PortalRun", "PostgresMain",
-             "PostgresSingleUserMain", "main", "_start"], in: sleeping)
+            [
+                "epoll_wait", "WaitEventSetWait", "WaitLatch", "pg_sleep", "standard_ExecutorRun", "PortalRun", "PostgresMain",
+                "PostgresSingleUserMain", "main", "_start",
+            ], in: sleeping)
         #expect(!sleeping.frames.contains { $0.module == nil }, "\(names(sleeping))")
         try expectSameAsEuStack(sleeping, pid: backend.pid)
     }
@@ -156,8 +160,9 @@ import Glibc
             let ours = dump.frames.map(\.address)
             let entry = try #require(dump.frames.firstIndex { $0.function == "Builtins_JSEntry" })
             let tail = Array(ours[entry...])
-            #expect(reference.count >= tail.count && Array(reference.suffix(tail.count)) == tail,
-                    "ours \(names(dump)) vs eu-stack \(reference.map { String($0, radix: 16) })")
+            #expect(
+                reference.count >= tail.count && Array(reference.suffix(tail.count)) == tail,
+                "ours \(names(dump)) vs eu-stack \(reference.map { String($0, radix: 16) })")
         }
     }
 }

@@ -21,7 +21,7 @@ import Glibc
     /// A field of /proc/PID[/task/TID]/status holding a signal set, as a bit mask.
     static func signalSet(_ field: String, statusPath: String) -> UInt64? {
         guard let text = try? String(contentsOfFile: statusPath, encoding: .utf8),
-              let line = text.split(separator: "\n").first(where: { $0.hasPrefix(field + ":") })
+            let line = text.split(separator: "\n").first(where: { $0.hasPrefix(field + ":") })
         else { return nil }
         return UInt64(line.dropFirst(field.count + 1).trimmingCharacters(in: .whitespaces), radix: 16)
     }

@@ -25,8 +25,8 @@ import Glibc
         try FileManager.default.contentsOfDirectory(atPath: directory).filter { $0.hasSuffix(".json") }.sorted().compactMap { name in
             let data = try Data(contentsOf: URL(fileURLWithPath: directory).appendingPathComponent(name))
             guard let json = try JSONSerialization.jsonObject(with: data) as? [String: Any], json["kind"] as? String == "stall",
-                  let reason = json["reason"] as? [String: Any], let process = json["process"] as? [String: Any],
-                  let heaviest = json["heaviestStack"] as? [String: Any], let frames = heaviest["frames"] as? [[String: Any]]
+                let reason = json["reason"] as? [String: Any], let process = json["process"] as? [String: Any],
+                let heaviest = json["heaviestStack"] as? [String: Any], let frames = heaviest["frames"] as? [[String: Any]]
             else { return nil }
             return Report(
                 reason: reason["name"] as? String ?? "?", phase: json["phase"] as? String ?? "?",

@@ -141,7 +141,10 @@ import Glibc
         #expect(!OutputLineStart.isAtLineStart(fd: fd))
         var pipeFDs: [Int32] = [0, 0]
         try #require(pipe(&pipeFDs) == 0)
-        defer { close(pipeFDs[0]); close(pipeFDs[1]) }
+        defer {
+            close(pipeFDs[0])
+            close(pipeFDs[1])
+        }
         #expect(!OutputLineStart.isAtLineStart(fd: pipeFDs[1]))
     }
 
@@ -154,7 +157,8 @@ import Glibc
         // /proc takes no new files, even from root; a directory is not a file; nor is a
         // path whose directory does not exist.
         for junit in ["/proc/stallagent-\(getpid()).xml", dir.path, dir.appendingPathComponent("missing/junit.xml").path] {
-            let result = try runCommand(agent, ["--report-dir", dir.appendingPathComponent("reports").path, "--junit", junit, "--", "/bin/sh", "-c", "echo > '\(marker)'"])
+            let result = try runCommand(
+                agent, ["--report-dir", dir.appendingPathComponent("reports").path, "--junit", junit, "--", "/bin/sh", "-c", "echo > '\(marker)'"])
             #expect(result.status == 125, "\(junit): \(result.stderr)")
             #expect(result.stderr.contains("--junit \(junit)"), "\(result.stderr)")
             #expect(!FileManager.default.fileExists(atPath: marker), "the command ran despite --junit \(junit)")

@@ -30,10 +30,12 @@ import Glibc
             try? FileManager.default.removeItem(atPath: dir)
             unlink(log)
         }
-        let result = try runCommand(FixtureProcess.stallagentURL, [
-            "--loop-probe", "--report-dir", dir, "--",
-            FixtureProcess.executableURL.path, "loop", "--script", "spin:1.2,sleep:1.1", "--gap", "0.4", "--log", log, "--exit-when-done",
-        ])
+        let result = try runCommand(
+            FixtureProcess.stallagentURL,
+            [
+                "--loop-probe", "--report-dir", dir, "--",
+                FixtureProcess.executableURL.path, "loop", "--script", "spin:1.2,sleep:1.1", "--gap", "0.4", "--log", log, "--exit-when-done",
+            ])
         #expect(result.status == 0, "\(result.stderr)")
         let truth = try steps(log)
         let reports = try FileManager.default.contentsOfDirectory(atPath: dir).filter { $0.hasSuffix(".json") }.sorted()

@@ -178,7 +178,8 @@ import Glibc
     /// the run's status.
     @Test func closedStdoutIsHarmless() throws {
         #expect(try run(["--", "/bin/sh", "-c", "exec >&-; exec 2>&-; exit 0"]).0.status == 0)
-        let closed = try runCommand(URL(fileURLWithPath: "/bin/sh"), ["-c", "'\(agent.path)' --report-dir /tmp/closed-\(getpid()) -- /bin/sh -c 'exit 9' >&-; echo status=$?"])
+        let closed = try runCommand(
+            URL(fileURLWithPath: "/bin/sh"), ["-c", "'\(agent.path)' --report-dir /tmp/closed-\(getpid()) -- /bin/sh -c 'exit 9' >&-; echo status=$?"])
         #expect(closed.stdout.contains("status=9"), "\(closed.stdout) \(closed.stderr)")
     }
 }

@@ -72,7 +72,9 @@ import Glibc
         #expect(waitForExit(single) == .signaled(SIGTERM))
 
         // The command caught it and exited: its status, not the signal.
-        let caught = try spawnSessionLeader(["--report-dir", dir + "/reports", "--", "/bin/sh", "-c", "trap 'exit 3' INT; echo > '\(dir)/ready3'; while :; do sleep 0.05; done"])
+        let caught = try spawnSessionLeader([
+            "--report-dir", dir + "/reports", "--", "/bin/sh", "-c", "trap 'exit 3' INT; echo > '\(dir)/ready3'; while :; do sleep 0.05; done",
+        ])
         #expect(waitForFile(dir + "/ready3"))
         kill(caught, SIGINT)
         #expect(waitForExit(caught) == .exited(3))

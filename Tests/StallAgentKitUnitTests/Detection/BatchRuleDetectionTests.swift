@@ -12,8 +12,9 @@ struct BatchRuleDetectionTests {
 
     static func stack(_ rootFirst: [String]) -> [SampledFrame] {
         rootFirst.enumerated().map { depth, name in
-            SampledFrame(function: name, module: "app", address: 0x40_0000 + UInt64(depth) * 0x10,
-                         cfa: 0x7fff_0000 - UInt64(depth) * 0x100)
+            SampledFrame(
+                function: name, module: "app", address: 0x40_0000 + UInt64(depth) * 0x10,
+                cfa: 0x7fff_0000 - UInt64(depth) * 0x100)
         }.reversed()
     }
 
@@ -44,8 +45,9 @@ struct BatchRuleDetectionTests {
     }
 
     private func detector(threshold: Double = 1, batch: Double? = 1) -> StallDetector {
-        StallDetector(configuration: DetectorConfiguration(
-            threshold: threshold, launchThreshold: .infinity, loopTurnEvidence: .kernelCounter, batchThreshold: batch))
+        StallDetector(
+            configuration: DetectorConfiguration(
+                threshold: threshold, launchThreshold: .infinity, loopTurnEvidence: .kernelCounter, batchThreshold: batch))
     }
 
     /// 3 s of 20 ms tests (each its own function), one test sleeping 2 s, more fast tests.
@@ -87,11 +89,13 @@ struct BatchRuleDetectionTests {
     @Test func theBatchThresholdApplies() {
         func run(batch: Double) -> Int {
             var d = detector(batch: batch)
-            return ended(drive(&d, ticks: 0..<300) { tick in
-                if tick == 0 { return (.running, Self.stack(Self.runner)) }
-                if (100..<180).contains(tick) { return (.running, Self.stack(Self.runner + ["slow_test"])) }
-                return (.running, Self.stack(Self.runner + ["fast_test_\(tick)"]))
-            }.events).count
+            return ended(
+                drive(&d, ticks: 0..<300) { tick in
+                    if tick == 0 { return (.running, Self.stack(Self.runner)) }
+                    if (100..<180).contains(tick) { return (.running, Self.stack(Self.runner + ["slow_test"])) }
+                    return (.running, Self.stack(Self.runner + ["fast_test_\(tick)"]))
+                }.events
+            ).count
         }
         #expect(run(batch: 1) == 0)
         #expect(run(batch: 0.4) == 1)
@@ -129,25 +133,31 @@ struct BatchRuleDetectionTests {
     static func pyStack(_ rootFirst: [String]) -> [SampledFrame] {
         rootFirst.enumerated().map { depth, name in
             name.hasPrefix("py:")
-                ? SampledFrame(function: String(name.dropFirst(3)), module: "python", address: 0x1000 + UInt64(depth),
-                               cfa: 0x7f00_0000 + UInt64(depth) * 0x60, language: "python")
-                : SampledFrame(function: name, module: "libpython", address: 0x40_0000 + UInt64(depth) * 0x10,
-                               cfa: 0x7fff_0000 - UInt64(depth) * 0x100)
+                ? SampledFrame(
+                    function: String(name.dropFirst(3)), module: "python", address: 0x1000 + UInt64(depth),
+                    cfa: 0x7f00_0000 + UInt64(depth) * 0x60, language: "python")
+                : SampledFrame(
+                    function: name, module: "libpython", address: 0x40_0000 + UInt64(depth) * 0x10,
+                    cfa: 0x7fff_0000 - UInt64(depth) * 0x100)
         }.reversed()
     }
 
     /// pytest as CPython 3.11 shows it: the runner's Python frames, and each test entered from C.
-    static let pyRunner = ["_start", "main", "Py_RunMain", "py:<module>", "py:main", "py:pytest_runtestloop",
-                           "py:pytest_pyfunc_call", "_PyEval_Vector", "_PyEval_EvalFrameDefault"]
+    static let pyRunner = [
+        "_start", "main", "Py_RunMain", "py:<module>", "py:main", "py:pytest_runtestloop",
+        "py:pytest_pyfunc_call", "_PyEval_Vector", "_PyEval_EvalFrameDefault",
+    ]
 
     /// A CPU-bound Python test: the machine frames above it are the interpreter running it (a
     /// dict lookup, time.monotonic, the addition), one for a few samples, then another. They are
     /// not pieces of work: one hang, timed from the test's start to its end, named by the test.
     @Test func aPythonCPULoopIsOneHangWhateverTheInterpreterRuns() throws {
         var d = detector()
-        let helpers = [["PyObject_Vectorcall", "cfunction_vectorcall_NOARGS", "time_monotonic"], ["_PyDict_LoadGlobal"],
-                       ["PyNumber_InPlaceAdd"], ["PyObject_RichCompare"], ["PyObject_GetAttr", "module_getattro"],
-                       ["PyFloat_FromDouble"], ["_PyLong_Add"], ["PyObject_Vectorcall", "time_monotonic", "clock_gettime"]]
+        let helpers = [
+            ["PyObject_Vectorcall", "cfunction_vectorcall_NOARGS", "time_monotonic"], ["_PyDict_LoadGlobal"],
+            ["PyNumber_InPlaceAdd"], ["PyObject_RichCompare"], ["PyObject_GetAttr", "module_getattro"],
+            ["PyFloat_FromDouble"], ["_PyLong_Add"], ["PyObject_Vectorcall", "time_monotonic", "clock_gettime"],
+        ]
         let (events, _) = drive(&d, ticks: 0..<700) { tick in
             if tick == 0 { return (.running, Self.pyStack(["_start", "main"])) }
             if (100..<400).contains(tick) {

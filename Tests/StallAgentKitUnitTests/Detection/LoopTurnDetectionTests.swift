@@ -105,19 +105,23 @@ struct LoopTurnDetectionTests {
 
     @Test func stackRuleAlternatingRequestsAreNoStall() {
         var detector = stackRuleDetector()
-        let events = drive(&detector, ticks: 0..<600, frames: { tick in
-            (tick / 5) % 2 == 0 ? self.work("serve_request", "dispatch") : self.work("flush_replies")
-        }, turnsAt: { _ in false })
+        let events = drive(
+            &detector, ticks: 0..<600,
+            frames: { tick in
+                (tick / 5) % 2 == 0 ? self.work("serve_request", "dispatch") : self.work("flush_replies")
+            }, turnsAt: { _ in false })
         #expect(events.allSatisfy { $0.snapshot == nil }, "\(events.map(\.kind))")
         #expect(detector.stackRuleTurns > 50)
     }
 
     @Test func stackRuleHeldFrameIsAStallTimedFromItsFirstSample() throws {
         var detector = stackRuleDetector()
-        let events = drive(&detector, ticks: 0..<600, frames: { tick in
-            if (200..<350).contains(tick) { return self.work(tick % 2 == 0 ? "crc32" : "compress", "slow_handler") }
-            return (tick / 5) % 2 == 0 ? self.work("serve_request") : self.work("flush_replies")
-        }, turnsAt: { _ in false })
+        let events = drive(
+            &detector, ticks: 0..<600,
+            frames: { tick in
+                if (200..<350).contains(tick) { return self.work(tick % 2 == 0 ? "crc32" : "compress", "slow_handler") }
+                return (tick / 5) % 2 == 0 ? self.work("serve_request") : self.work("flush_replies")
+            }, turnsAt: { _ in false })
         let ended = stalls(events)
         #expect(ended.count == 1)
         let stall = try #require(ended.first)

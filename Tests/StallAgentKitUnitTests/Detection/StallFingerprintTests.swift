@@ -126,8 +126,11 @@ struct StallFingerprintTests {
     /// A clock read or syscall wrapper on top of some samples is the same stall.
     @Test func systemLeafFramesDoNotSplitAStall() {
         let program = [SampledFrame(function: "busy_compute", module: "app"), SampledFrame(function: "main", module: "app")]
-        let withClock = [SampledFrame(function: "clock_gettime", module: "linux-vdso.so.1"),
-                         SampledFrame(function: "clock_gettime", module: "libc.so.6")] + program
+        let withClock =
+            [
+                SampledFrame(function: "clock_gettime", module: "linux-vdso.so.1"),
+                SampledFrame(function: "clock_gettime", module: "libc.so.6"),
+            ] + program
         #expect(StallFingerprint.make(reason: .hang, frames: withClock) == StallFingerprint.make(reason: .hang, frames: program))
         let onlyLibc = [SampledFrame(function: "epoll_wait", module: "libc.so.6")]
         #expect(StallFingerprint.make(reason: .blocked, frames: onlyLibc) != StallFingerprint.make(reason: .blocked, frames: []))

@@ -34,23 +34,24 @@ import Testing
     }
 
     /// Every mistake names its file and line.
-    @Test(arguments: [
-        ("threshold: 1s\ntargets:\n  - unit: a.service\n    treshold: 2s\n", 4, "unknown target setting 'treshold'"),
-        ("threshold: soon\ntargets:\n  - pid: 1\n", 1, "not a duration"),
-        ("retention:\n  max-reports: -3\ntargets:\n  - pid: 1\n", 2, "not a positive whole number"),
-        ("retention:\n  max-size: 3\ntargets:\n  - pid: 1\n", 2, "unknown retention setting 'max-size'"),
-        ("bogus: 1\ntargets:\n  - pid: 1\n", 1, "unknown setting 'bogus'"),
-        ("targets:\n  - unit: a.service\n    pid: 3\n", 3, "exactly one of"),
-        ("targets:\n  - name: x\n", 2, "needs one of"),
-        ("targets:\n  - unit: 'bad unit!'\n", 2, "not a unit name"),
-        ("targets:\n  - pid: 1\n    idle-syscalls: [nosuchcall]\n", 3, "unknown system call 'nosuchcall'"),
-        ("targets:\n  - unit: a\n  - unit: a\n", 3, "both named 'a.service'"),
-        ("threshold: 1s\ntargets: [\n", 3, "not valid YAML"),
-        ("threshold: 1s\n", 1, "no 'targets:' list"),
-        ("loop-turns: sometimes\ntargets:\n  - pid: 1\n", 1, "not one of auto, kernel-counter, stack-rule"),
-        ("targets:\n  - unit: a\n    processes: some\n", 3, "'processes': 'some' is not one of all, main"),
-        ("targets:\n  - pidfile: /run/a.pid\n    processes: all\n", 2, "not a pidfile"),
-    ] as [(String, Int, String)])
+    @Test(
+        arguments: [
+            ("threshold: 1s\ntargets:\n  - unit: a.service\n    treshold: 2s\n", 4, "unknown target setting 'treshold'"),
+            ("threshold: soon\ntargets:\n  - pid: 1\n", 1, "not a duration"),
+            ("retention:\n  max-reports: -3\ntargets:\n  - pid: 1\n", 2, "not a positive whole number"),
+            ("retention:\n  max-size: 3\ntargets:\n  - pid: 1\n", 2, "unknown retention setting 'max-size'"),
+            ("bogus: 1\ntargets:\n  - pid: 1\n", 1, "unknown setting 'bogus'"),
+            ("targets:\n  - unit: a.service\n    pid: 3\n", 3, "exactly one of"),
+            ("targets:\n  - name: x\n", 2, "needs one of"),
+            ("targets:\n  - unit: 'bad unit!'\n", 2, "not a unit name"),
+            ("targets:\n  - pid: 1\n    idle-syscalls: [nosuchcall]\n", 3, "unknown system call 'nosuchcall'"),
+            ("targets:\n  - unit: a\n  - unit: a\n", 3, "both named 'a.service'"),
+            ("threshold: 1s\ntargets: [\n", 3, "not valid YAML"),
+            ("threshold: 1s\n", 1, "no 'targets:' list"),
+            ("loop-turns: sometimes\ntargets:\n  - pid: 1\n", 1, "not one of auto, kernel-counter, stack-rule"),
+            ("targets:\n  - unit: a\n    processes: some\n", 3, "'processes': 'some' is not one of all, main"),
+            ("targets:\n  - pidfile: /run/a.pid\n    processes: all\n", 2, "not a pidfile"),
+        ] as [(String, Int, String)])
     func mistakesNameTheirLine(text: String, line: Int, message: String) {
         do {
             _ = try AgentConfiguration.parse(text, path: "/etc/stallagent/stallagent.yaml")

@@ -4,7 +4,8 @@ import Testing
 
 @Suite struct ProcParserTests {
     @Test func statWithParenthesesAndSpacesInName() throws {
-        let line = "4242 (my (weird) name) S 1 4242 4242 0 -1 4194560 150 0 0 0 12 34 0 0 20 0 3 0 98765 1000 200 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0\n"
+        let line =
+            "4242 (my (weird) name) S 1 4242 4242 0 -1 4194560 150 0 0 0 12 34 0 0 20 0 3 0 98765 1000 200 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0\n"
         let stat = try #require(ProcThreadStat.parse(line))
         #expect(stat.name == "my (weird) name")
         #expect(stat.state == "S")
@@ -53,7 +54,8 @@ import Testing
     }
 
     @Test func status() throws {
-        let text = "Name:\tredis-server\nUmask:\t0022\nState:\tS (sleeping)\nTgid:\t5521\nNgid:\t0\nPid:\t5522\nPPid:\t1\nTracerPid:\t0\nUid:\t998\t998\t998\t998\nThreads:\t5\nVmSize:\t  100 kB\n"
+        let text =
+            "Name:\tredis-server\nUmask:\t0022\nState:\tS (sleeping)\nTgid:\t5521\nNgid:\t0\nPid:\t5522\nPPid:\t1\nTracerPid:\t0\nUid:\t998\t998\t998\t998\nThreads:\t5\nVmSize:\t  100 kB\n"
         let status = try #require(ProcStatus.parse(text))
         #expect(status.name == "redis-server")
         #expect(status.state == "S")

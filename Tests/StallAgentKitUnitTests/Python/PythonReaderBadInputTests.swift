@@ -70,7 +70,9 @@ import Glibc
     /// A runtime → interpreter → thread state of this thread (`getpid()`: the main thread of
     /// the test process) → cframe → `first`.
     func reader(_ arena: Arena, first: UInt64) -> PythonFrameReader {
-        let runtime = arena.allocate(64), interpreter = arena.allocate(128), state = arena.allocate(256)
+        let runtime = arena.allocate(64)
+        let interpreter = arena.allocate(128)
+        let state = arena.allocate(256)
         let cframe = arena.allocate(16)
         arena.put(runtime + layout.runtimeInterpretersHead, interpreter)
         arena.put(interpreter + layout.interpreterThreadsHead, state)
@@ -192,13 +194,17 @@ import Glibc
         var block = [UInt8](repeating: 0, count: 584)
         for (i, byte) in "xdebugpy".utf8.enumerated() { block[i] = byte }
         // 3.14.0: another _Py_DebugOffsets layout.
-        block[8 + 3] = 3; block[8 + 2] = 14
+        block[8 + 3] = 3
+        block[8 + 2] = 14
         let unknown = PythonLayout.fromDebugOffsets(block)
         #expect(unknown.layout == nil)
         #expect(unknown.version.map { "\($0.0).\($0.1)" } == "3.14")
         // 3.13 with absurd offsets.
         block[8 + 2] = 13
-        for i in stride(from: 24, to: 584, by: 8) { block[i] = 0xff; block[i + 5] = 0xff }
+        for i in stride(from: 24, to: 584, by: 8) {
+            block[i] = 0xff
+            block[i + 5] = 0xff
+        }
         #expect(PythonLayout.fromDebugOffsets(block).layout == nil)
         #expect(PythonLayout.fromDebugOffsets([UInt8](repeating: 0x41, count: 584)).layout == nil)
         #expect(PythonLayout.builtIn(major: 3, minor: 10) == nil)

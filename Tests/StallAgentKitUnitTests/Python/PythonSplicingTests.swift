@@ -22,13 +22,16 @@ import Testing
     @Test func eachEvaluatorGetsItsActivation() {
         let stack = native(["clock_nanosleep", "time_sleep", "_PyEval_EvalFrameDefault", "task_step", "_PyEval_EvalFrameDefault", "main", "_start"])
         let python = PythonStack(
-            activations: [[py("handler", line: 4, frame: 1), py("handle", line: 16, frame: 2)], [py("run", line: 9, frame: 3), py("<module>", line: 20, frame: 4)]],
+            activations: [
+                [py("handler", line: 4, frame: 1), py("handle", line: 16, frame: 2)], [py("run", line: 9, frame: 3), py("<module>", line: 20, frame: 4)],
+            ],
             note: nil, version: "3.12")
         let spliced = PythonStackSplicer.splice(stack, python)
-        #expect(spliced.map { $0.function ?? "?" } == [
-            "clock_nanosleep", "time_sleep", "handler", "handle", "_PyEval_EvalFrameDefault", "task_step", "run", "<module>",
-            "_PyEval_EvalFrameDefault", "main", "_start",
-        ])
+        #expect(
+            spliced.map { $0.function ?? "?" } == [
+                "clock_nanosleep", "time_sleep", "handler", "handle", "_PyEval_EvalFrameDefault", "task_step", "run", "<module>",
+                "_PyEval_EvalFrameDefault", "main", "_start",
+            ])
         #expect(spliced.map(\.index) == Array(0..<11))
         #expect(spliced[2].isPython && spliced[2].line == 4 && spliced[2].file == "/app/x.py")
         #expect(spliced[2].displayName == "handler")

@@ -20,8 +20,9 @@ import Testing
             names.append(node.function)
         }
         #expect(depth <= CallTreeNode.maxDepth + 1)
-        #expect(names.contains(CallTreeNode.foldedMarker(400 - CallTreeNode.maxDepth + 1))
-            || names.contains { $0.hasPrefix(CallTreeNode.foldedMarkerPrefix) }, "\(names)")
+        #expect(
+            names.contains(CallTreeNode.foldedMarker(400 - CallTreeNode.maxDepth + 1))
+                || names.contains { $0.hasPrefix(CallTreeNode.foldedMarkerPrefix) }, "\(names)")
         // Outermost and innermost survive: where the program started and where it is stuck.
         #expect(names.first == "f399")
         #expect(names.last == "f0")

@@ -75,7 +75,10 @@ struct ReportWriterTests {
         try FileManager.default.createDirectory(atPath: base + "/real", withIntermediateDirectories: true)
         #expect(symlink(base + "/real", base + "/link") == 0)
         #expect(lchown(base + "/link", 65534, 65534) == 0)
-        #expect(throws: StallAgentError.reportDirectory(path: base + "/link", reason: base + "/link is a symbolic link someone else could have placed; give the directory it points to")) {
+        #expect(
+            throws: StallAgentError.reportDirectory(
+                path: base + "/link", reason: base + "/link is a symbolic link someone else could have placed; give the directory it points to")
+        ) {
             try ReportWriter(directory: base + "/link")
         }
         #expect(throws: StallAgentError.self) { try ReportWriter(directory: base + "/link/") }

@@ -12,10 +12,11 @@ import Testing
 
     @Test func inlinedFunctionsShareTheFrameNumberAndComeFirst() {
         let lines = StackTextRenderer.lines([frame])
-        #expect(lines == [
-            "0   app       0x0000000000401234 wait_for_input [inlined] (debuginfo.c:12)",
-            "0   app       0x0000000000401234 process_requests + 59 (debuginfo.c:18)",
-        ])
+        #expect(
+            lines == [
+                "0   app       0x0000000000401234 wait_for_input [inlined] (debuginfo.c:12)",
+                "0   app       0x0000000000401234 process_requests + 59 (debuginfo.c:18)",
+            ])
     }
 
     @Test func summaryNamesTheInlinedCode() {

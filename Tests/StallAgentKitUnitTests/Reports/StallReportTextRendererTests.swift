@@ -24,7 +24,9 @@ struct StallReportTextRendererTests {
         #expect(text.contains("Main Thread:         running 100 %"))
         #expect(text.contains("Stall Frame:         work + 0x11 (app) [work.c:101]"))
         #expect(!text.contains { $0.hasPrefix("Cause:") })
-        #expect(text.contains("Agent:               30 samples (28 with a stop, 2 without, 0 failed), target paused p50 41 µs / p99 95 µs / total 1.3 ms, probe every 10 ms"))
+        #expect(
+            text.contains(
+                "Agent:               30 samples (28 with a stop, 2 without, 0 failed), target paused p50 41 µs / p99 95 µs / total 1.3 ms, probe every 10 ms"))
     }
 
     @Test func heaviestStackAndCallTree() throws {
@@ -88,7 +90,8 @@ struct StallReportTextRendererTests {
         for (index, leaf) in ["hot", "warm", "l1", "l2", "l3", "l4", "l5", "l6", "l7", "l8"].enumerated() {
             let weight = index == 0 ? 60 : index == 1 ? 30 : 1
             for _ in 0..<weight {
-                samples.append(StackSample(time: 0, activity: .running, frames: [DetectionScenario.frame(leaf)] + recursion + [DetectionScenario.frame("main")]))
+                samples.append(
+                    StackSample(time: 0, activity: .running, frames: [DetectionScenario.frame(leaf)] + recursion + [DetectionScenario.frame("main")]))
             }
         }
         let tree = CallTreeNode.build(from: samples)

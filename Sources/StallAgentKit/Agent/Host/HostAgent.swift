@@ -104,7 +104,7 @@ public final class HostAgent {
             // series and fingerprint state — unless another target already has that name
             // (two workers of one program), when the pid tells them apart.
             if case .pid(let pid) = spec.selector, spec.name == nil,
-               let comm = try? ProcFS.readText("/proc/\(pid)/comm", pid: pid)
+                let comm = try? ProcFS.readText("/proc/\(pid)/comm", pid: pid)
             {
                 let name = comm.trimmingCharacters(in: .whitespacesAndNewlines)
                 spec.name = labels.contains(name) ? "\(name)-\(pid)" : name
@@ -304,7 +304,9 @@ public final class HostAgent {
                 unwatchable = true
                 // Gone meanwhile is no news; anything else is said once per process and reason.
                 if TargetResolver.isLiveProcess(pid), slot.loggedRefusals.insert("\(pid) \(error)").inserted {
-                    log("stallagent: \(slot.spec.label): cannot watch process \(pid): \(error); trying again every \(Format.seconds(configuration.retryInterval))")
+                    log(
+                        "stallagent: \(slot.spec.label): cannot watch process \(pid): \(error); trying again every \(Format.seconds(configuration.retryInterval))"
+                    )
                 }
             }
         }
@@ -444,7 +446,9 @@ public final class HostAgent {
                 let open = Set(slots.filter { $0.options.reportDirectory == directory }.flatMap { $0.monitors.compactMap(\.openReportStem) })
                 let outcome = configuration.retention.apply(to: directory, protected: open)
                 if outcome.removedReports > 0 {
-                    log("stallagent: retention: removed \(outcome.removedReports) old report(s) from \(directory), \(outcome.removedBytes) bytes; \(outcome.keptReports) kept")
+                    log(
+                        "stallagent: retention: removed \(outcome.removedReports) old report(s) from \(directory), \(outcome.removedBytes) bytes; \(outcome.keptReports) kept"
+                    )
                 }
             }
             nextRetention = now + 60

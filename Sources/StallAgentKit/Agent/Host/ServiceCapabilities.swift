@@ -39,7 +39,7 @@ public enum ServiceCapabilities {
     /// that lacks a needed capability; nil when it is anything else.
     public static func serviceError(for error: Error, environment: [String: String]) -> StallAgentError? {
         guard case StallAgentError.permissionDenied(let pid, _) = error, isSystemdService(environment),
-              let status = try? ProcFS.readText("/proc/self/status"), let effective = effectiveSet(status: status)
+            let status = try? ProcFS.readText("/proc/self/status"), let effective = effectiveSet(status: status)
         else { return nil }
         let lacking = missing(from: effective)
         guard !lacking.isEmpty else { return nil }

@@ -153,7 +153,7 @@ public final class TargetResolver {
     /// Exists and is not a zombie.
     static func isLiveProcess(_ pid: Int32) -> Bool {
         guard pid > 0, let text = try? ProcFS.readText("/proc/\(pid)/stat", pid: pid),
-              let stat = ProcThreadStat.parse(text)
+            let stat = ProcThreadStat.parse(text)
         else { return false }
         return stat.state != "Z" && stat.state != "X"
     }

@@ -51,7 +51,7 @@ public final class UnitCgroups {
         var utf8 = Array(field.utf8)[...]
         while let byte = utf8.first {
             if byte == UInt8(ascii: "\\"), utf8.count >= 4,
-               let value = UInt8(String(decoding: utf8.dropFirst().prefix(3), as: UTF8.self), radix: 8)
+                let value = UInt8(String(decoding: utf8.dropFirst().prefix(3), as: UTF8.self), radix: 8)
             {
                 bytes.append(value)
                 utf8 = utf8.dropFirst(4)
@@ -141,7 +141,7 @@ public final class UnitCgroups {
     public static func members(of cgroup: String) -> [Member] {
         processes(in: cgroup).compactMap { pid in
             guard let text = try? ProcFS.readText("/proc/\(pid)/stat", pid: pid), let stat = ProcThreadStat.parse(text),
-                  stat.state != "Z", stat.state != "X"
+                stat.state != "Z", stat.state != "X"
             else { return nil }
             return Member(pid: pid, ppid: stat.ppid, startTicks: stat.startTicks)
         }

@@ -26,10 +26,12 @@ public final class AgentMetrics: @unchecked Sendable {
 
     public init() {
         registry.makeGauge(
-            descriptor: AgentMetrics.descriptor("build", "info", "Always 1; the labels say which stallagent is running."), labels: [("version", AgentMetrics.version)]
+            descriptor: AgentMetrics.descriptor("build", "info", "Always 1; the labels say which stallagent is running."),
+            labels: [("version", AgentMetrics.version)]
         ).set(to: 1)
         lastUpdate = registry.makeGauge(
-            descriptor: AgentMetrics.descriptor("last_update_timestamp", "seconds", "Unix time of the last metrics update; stale means the agent is stuck or gone."))
+            descriptor: AgentMetrics.descriptor(
+                "last_update_timestamp", "seconds", "Unix time of the last metrics update; stale means the agent is stuck or gone."))
         agentCPU = registry.makeCounter(
             descriptor: AgentMetrics.descriptor("agent_cpu", "seconds_total", "CPU time used by the agent itself."))
         agentResident = registry.makeGauge(
@@ -40,7 +42,8 @@ public final class AgentMetrics: @unchecked Sendable {
     public func recordStall(target: String, reason: StallReason, duration: Double) {
         lock.withLock {
             registry.makeCounter(
-                descriptor: AgentMetrics.descriptor("stalls", "total", "Main-thread stalls longer than the threshold, by target and reason code."), labels: [("target", target), ("reason", reason.name), ("code", reason.hexCode)]
+                descriptor: AgentMetrics.descriptor("stalls", "total", "Main-thread stalls longer than the threshold, by target and reason code."),
+                labels: [("target", target), ("reason", reason.name), ("code", reason.hexCode)]
             ).increment()
             registry.makeValueHistogram(
                 descriptor: AgentMetrics.descriptor("stall_duration", "seconds", "Duration of finished stalls."), labels: [("target", target)],
@@ -57,13 +60,19 @@ public final class AgentMetrics: @unchecked Sendable {
             let before = loopTotals[key] ?? 0
             if turns > before {
                 registry.makeCounter(
-                    descriptor: AgentMetrics.descriptor("loop_turns", "total", "Turns of the target's event loop (exact with the kernel counter or loop probe, a lower bound with the stack rule)."), labels: [("target", target), ("evidence", evidence.rawValue.replacingOccurrences(of: " ", with: "_"))]
+                    descriptor: AgentMetrics.descriptor(
+                        "loop_turns", "total",
+                        "Turns of the target's event loop (exact with the kernel counter or loop probe, a lower bound with the stack rule)."),
+                    labels: [("target", target), ("evidence", evidence.rawValue.replacingOccurrences(of: " ", with: "_"))]
                 ).increment(by: Int64(turns - before))
             }
             loopTotals[key] = turns
             guard !turnLengths.isEmpty else { return }
             let histogram = registry.makeValueHistogram(
-                descriptor: AgentMetrics.descriptor("loop_busy_turn", "seconds", "Length of busy loop turns seen by the probe (from leaving the wait to the next turn); turns shorter than a probe interval only count in loop_turns_total."), labels: [("target", target)],
+                descriptor: AgentMetrics.descriptor(
+                    "loop_busy_turn", "seconds",
+                    "Length of busy loop turns seen by the probe (from leaving the wait to the next turn); turns shorter than a probe interval only count in loop_turns_total."
+                ), labels: [("target", target)],
                 buckets: TurnLengthHistogram.bounds)
             for length in turnLengths { histogram.record(length) }
         }
@@ -73,7 +82,8 @@ public final class AgentMetrics: @unchecked Sendable {
     public func setTargetUp(_ target: String, _ up: Bool) {
         lock.withLock {
             registry.makeGauge(
-                descriptor: AgentMetrics.descriptor("target", "up", "1 while the target's process is being watched, 0 while the agent waits for it."), labels: [("target", target)]
+                descriptor: AgentMetrics.descriptor("target", "up", "1 while the target's process is being watched, 0 while the agent waits for it."),
+                labels: [("target", target)]
             ).set(to: up ? 1 : 0)
         }
     }
@@ -81,7 +91,8 @@ public final class AgentMetrics: @unchecked Sendable {
     public func recordAttach(target: String) {
         lock.withLock {
             registry.makeCounter(
-                descriptor: AgentMetrics.descriptor("target_attaches", "total", "Times the agent started watching a process of this target (restarts add one)."), labels: [("target", target)]
+                descriptor: AgentMetrics.descriptor(
+                    "target_attaches", "total", "Times the agent started watching a process of this target (restarts add one)."), labels: [("target", target)]
             ).increment()
         }
     }
@@ -100,20 +111,26 @@ public final class AgentMetrics: @unchecked Sendable {
                 let delta = seconds - (previous[activity] ?? 0)
                 guard delta > 0 else { continue }
                 registry.makeCounter(
-                    descriptor: AgentMetrics.descriptor("main_thread_state", "seconds_total", "Seconds the target's main thread spent in each state, as probed from /proc."), labels: [("target", target), ("state", AgentMetrics.stateName(activity))]
+                    descriptor: AgentMetrics.descriptor(
+                        "main_thread_state", "seconds_total", "Seconds the target's main thread spent in each state, as probed from /proc."),
+                    labels: [("target", target), ("state", AgentMetrics.stateName(activity))]
                 ).increment(by: delta)
             }
             stateTotals[key] = stateSeconds
             let before = pauseTotals[key] ?? (0, 0, 0)
             if pauseSeconds > before.seconds {
                 registry.makeCounter(
-                    descriptor: AgentMetrics.descriptor("capture_pause", "seconds_total", "Total time the target's thread was stopped by the agent's captures."), labels: [("target", target)]
+                    descriptor: AgentMetrics.descriptor(
+                        "capture_pause", "seconds_total", "Total time the target's thread was stopped by the agent's captures."), labels: [("target", target)]
                 ).increment(by: pauseSeconds - before.seconds)
             }
-            for (method, now, then) in [("ptrace_stop", capturesWithStop, before.stops),
-                                        ("no_stop", capturesWithoutStop, before.nonStop)] where now > then {
+            for (method, now, then) in [
+                ("ptrace_stop", capturesWithStop, before.stops),
+                ("no_stop", capturesWithoutStop, before.nonStop),
+            ] where now > then {
                 registry.makeCounter(
-                    descriptor: AgentMetrics.descriptor("captures", "total", "Stack captures, by whether the thread had to be stopped."), labels: [("target", target), ("method", method)]
+                    descriptor: AgentMetrics.descriptor("captures", "total", "Stack captures, by whether the thread had to be stopped."),
+                    labels: [("target", target), ("method", method)]
                 ).increment(by: Int64(now - then))
             }
             pauseTotals[key] = (pauseSeconds, capturesWithStop, capturesWithoutStop)

@@ -80,7 +80,7 @@ public final class JournalWriter {
                 for k in 0..<8 { length |= UInt64(bytes[end + 1 + k]) << (8 * UInt64(k)) }
                 let start = end + 9
                 guard length <= UInt64(bytes.count - start), start + Int(length) < bytes.count,
-                      bytes[start + Int(length)] == UInt8(ascii: "\n")
+                    bytes[start + Int(length)] == UInt8(ascii: "\n")
                 else { return nil }
                 fields.append((key, String(decoding: bytes[start..<(start + Int(length))], as: UTF8.self)))
                 i = start + Int(length) + 1

@@ -133,11 +133,12 @@ public final class MetricsListener: @unchecked Sendable {
         let parts = line.split(separator: " ")
         let response: String
         if parts.count >= 2, parts[0] == "GET" || parts[0] == "HEAD",
-           parts[1] == "/metrics" || parts[1].hasPrefix("/metrics?") || parts[1] == "/"
+            parts[1] == "/metrics" || parts[1].hasPrefix("/metrics?") || parts[1] == "/"
         {
             let body = parts[1] == "/" ? "stallagent metrics: /metrics\n" : render()
             let contentType = parts[1] == "/" ? "text/plain; charset=utf-8" : "text/plain; version=0.0.4; charset=utf-8"
-            response = "HTTP/1.1 200 OK\r\nContent-Type: \(contentType)\r\nContent-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n"
+            response =
+                "HTTP/1.1 200 OK\r\nContent-Type: \(contentType)\r\nContent-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n"
                 + (parts[0] == "HEAD" ? "" : body)
         } else if parts.count >= 2, parts[0] != "GET", parts[0] != "HEAD" {
             response = "HTTP/1.1 405 Method Not Allowed\r\nAllow: GET, HEAD\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"

@@ -24,7 +24,7 @@ public final class ServiceNotifier {
         let path = environment["NOTIFY_SOCKET"].flatMap { $0.isEmpty ? nil : $0 }
         socketPath = path
         if let text = environment["WATCHDOG_USEC"], let micros = UInt64(text), micros > 0,
-           environment["WATCHDOG_PID"].map({ Int32($0) == getpid() }) ?? true
+            environment["WATCHDOG_PID"].map({ Int32($0) == getpid() }) ?? true
         {
             watchdogInterval = Double(micros) / 2e6
         } else {
