@@ -1,5 +1,6 @@
-/* perf_event users of the agent that read an mmap'd ring: the loop waker and the stack
- * sampler. (The loop-turn counters only count: posix_shim.c.) */
+/* The agent's perf_event users: the loop-turn counters, the loop waker, the stack sampler,
+ * and the tracepoint anchors that make closing them cheap. */
+#include "CPosix.h"
 #include "perf_stack_sampler.h"
 #include "perf_release.h"
 #include "perf_waker.h"
@@ -41,6 +42,25 @@ static void close_mapped(int fd, void *ring, size_t ring_bytes) {
   if (fd >= 0) close(fd);
 }
 
+// ---- tracepoint events ------------------------------------------------------------------
+
+// A per-thread or CPU-wide event on one tracepoint (`config` = its id from tracefs).
+static void tracepoint_attr(struct perf_event_attr *attr, uint64_t config) {
+  memset(attr, 0, sizeof *attr);
+  attr->size = sizeof *attr;
+  attr->type = PERF_TYPE_TRACEPOINT;
+  attr->config = config;
+}
+
+int sa_perf_tracepoint_counter(uint64_t config, pid_t tid, int group_fd) {
+  struct perf_event_attr attr;
+  tracepoint_attr(&attr, config);
+  attr.read_format = PERF_FORMAT_GROUP;
+  // Counting only (no sample_period): the kernel keeps a number, never wakes us, and never
+  // touches the target beyond an increment at syscall entry.
+  return (int)syscall(SYS_perf_event_open, &attr, tid, -1, group_fd, PERF_FLAG_FD_CLOEXEC);
+}
+
 // ---- the loop waker (perf_waker.h) ---------------------------------------------------
 
 // The waker's records are never read, only their arrival matters: the smallest ring.
@@ -48,10 +68,7 @@ static size_t waker_ring_bytes(void) { return 2 * (size_t)sysconf(_SC_PAGESIZE);
 
 int sa_perf_waker_open(uint64_t config, pid_t tid, void **ring) {
   struct perf_event_attr attr;
-  memset(&attr, 0, sizeof attr);
-  attr.size = sizeof attr;
-  attr.type = PERF_TYPE_TRACEPOINT;
-  attr.config = config;
+  tracepoint_attr(&attr, config);
   attr.sample_period = 1;
   attr.sample_type = PERF_SAMPLE_TIME;
   attr.wakeup_events = 1;
@@ -183,77 +200,70 @@ int sa_perf_stack_sampler_latest(void *ring, size_t ring_bytes, uint64_t regs[SA
   return result;
 }
 
-/* ---- release without waiting ------------------------------------------------------- */
+// ---- release without waiting (perf_release.h) -------------------------------------------
 
-int sa_perf_tracepoint_anchor(uint64_t config)
-{
-    struct perf_event_attr attr;
-    memset(&attr, 0, sizeof attr);
-    attr.size = sizeof attr;
-    attr.type = PERF_TYPE_TRACEPOINT;
-    attr.config = config;
-    attr.disabled = 1;
-    // CPU-wide, so it belongs to no task: one on the agent's own thread made the agent's exit
-    // tear it down (~65 ms). Per-thread on ourselves where CPU-wide events are refused.
-    int fd = (int)syscall(SYS_perf_event_open, &attr, -1, 0, -1, PERF_FLAG_FD_CLOEXEC);
-    return fd >= 0 ? fd : (int)syscall(SYS_perf_event_open, &attr, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
+int sa_perf_tracepoint_anchor(uint64_t config) {
+  struct perf_event_attr attr;
+  tracepoint_attr(&attr, config);
+  attr.disabled = 1;
+  // CPU-wide, so it belongs to no task: one on the agent's own thread made the agent's exit
+  // tear it down (~65 ms). Per-thread on ourselves where CPU-wide events are refused.
+  int fd = (int)syscall(SYS_perf_event_open, &attr, -1, 0, -1, PERF_FLAG_FD_CLOEXEC);
+  return fd >= 0 ? fd : (int)syscall(SYS_perf_event_open, &attr, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
 }
 
-void sa_perf_release_in_background(void)
-{
-    enum { capacity = 1024 };
-    int keep[capacity];
-    size_t count = 0;
-    DIR *dir = opendir("/proc/self/fd");
-    if (dir == NULL)
-        return;
-    struct dirent *entry;
-    while ((entry = readdir(dir)) != NULL && count < capacity) {
-        char path[64], target[64];
-        snprintf(path, sizeof path, "/proc/self/fd/%s", entry->d_name);
-        ssize_t n = readlink(path, target, sizeof target - 1);
-        if (n <= 0)
-            continue;
-        target[n] = 0;
-        if (strcmp(target, "anon_inode:[perf_event]") == 0)
-            keep[count++] = atoi(entry->d_name);
-    }
-    closedir(dir);
-    if (count == 0)
-        return;
-    for (size_t i = 1; i < count; i++)
-        for (size_t j = i; j > 0 && keep[j - 1] > keep[j]; j--) {
-            int t = keep[j];
-            keep[j] = keep[j - 1];
-            keep[j - 1] = t;
-        }
-    // The child must outlive us: were its references dropped first, ours would be the last
-    // after all. A pidfd polls readable once we have exited, our descriptors released.
-    int self = (int)syscall(SYS_pidfd_open, getpid(), 0);
-    if (self < 0)
-        return;
-    if (count < capacity)
-        keep[count++] = self;
-    for (size_t j = count - 1; j > 0 && keep[j - 1] > keep[j]; j--) {
-        int t = keep[j];
-        keep[j] = keep[j - 1];
-        keep[j - 1] = t;
-    }
-    pid_t child = fork();
-    if (child != 0) {
-        close(self);
-        return;
-    }
-    // The child: async-signal-safe calls only (the parent may have other threads).
-    prctl(PR_SET_NAME, "stallagent-rel", 0, 0, 0);
-    unsigned int next = 0;
-    for (size_t i = 0; i < count; i++) {
-        if ((unsigned int)keep[i] > next)
-            syscall(SYS_close_range, next, (unsigned int)keep[i] - 1, 0u);
-        next = (unsigned int)keep[i] + 1;
-    }
-    syscall(SYS_close_range, next, ~0u, 0u);
-    struct pollfd parent = {.fd = self, .events = POLLIN};
-    poll(&parent, 1, 10000);
-    _exit(0);
+// The descriptors of this process that are perf events, ascending; returns how many.
+static size_t perf_descriptors(int *fds, size_t capacity) {
+  size_t count = 0;
+  DIR *dir = opendir("/proc/self/fd");
+  if (dir == NULL) return 0;
+  struct dirent *entry;
+  while ((entry = readdir(dir)) != NULL && count < capacity) {
+    char path[64], target[64];
+    snprintf(path, sizeof path, "/proc/self/fd/%s", entry->d_name);
+    ssize_t n = readlink(path, target, sizeof target - 1);
+    if (n <= 0) continue;
+    target[n] = 0;
+    if (strcmp(target, "anon_inode:[perf_event]") == 0) fds[count++] = atoi(entry->d_name);
+  }
+  closedir(dir);
+  return count;
+}
+
+static void insert_sorted(int *fds, size_t count) {
+  for (size_t j = count - 1; j > 0 && fds[j - 1] > fds[j]; j--) {
+    int t = fds[j];
+    fds[j] = fds[j - 1];
+    fds[j - 1] = t;
+  }
+}
+
+void sa_perf_release_in_background(void) {
+  enum { capacity = 1024 };
+  int keep[capacity];
+  size_t count = perf_descriptors(keep, capacity - 1);
+  if (count == 0) return;
+  for (size_t i = 2; i <= count; i++) insert_sorted(keep, i);
+  // The child must outlive us: were its references dropped first, ours would be the last
+  // after all. A pidfd polls readable once we have exited, our descriptors released.
+  int self = (int)syscall(SYS_pidfd_open, getpid(), 0);
+  if (self < 0) return;
+  keep[count++] = self;
+  insert_sorted(keep, count);
+  pid_t child = fork();
+  if (child != 0) {
+    close(self);
+    return;
+  }
+  // The child: async-signal-safe calls only (the parent may have other threads).
+  prctl(PR_SET_NAME, "stallagent-rel", 0, 0, 0);
+  unsigned int next = 0;
+  for (size_t i = 0; i < count; i++) {
+    if ((unsigned int)keep[i] > next) syscall(SYS_close_range, next, (unsigned int)keep[i] - 1, 0u);
+    next = (unsigned int)keep[i] + 1;
+  }
+  syscall(SYS_close_range, next, ~0u, 0u);
+  struct pollfd parent = {.fd = self, .events = POLLIN};
+  poll(&parent, 1, 10000);
+  _exit(0);
 }

@@ -2,7 +2,6 @@
 #include "CPosix.h"
 #include <fcntl.h>
 #include <stddef.h>
-#include <linux/perf_event.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -193,16 +192,4 @@ ssize_t sa_recv_with_fd(int fd, void *buffer, size_t length, int *passed_fd) {
     if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) memcpy(passed_fd, CMSG_DATA(c), sizeof(int));
   }
   return n;
-}
-
-int sa_perf_tracepoint_counter(uint64_t config, pid_t tid, int group_fd) {
-  struct perf_event_attr attr;
-  memset(&attr, 0, sizeof attr);
-  attr.size = sizeof attr;
-  attr.type = PERF_TYPE_TRACEPOINT;
-  attr.config = config;
-  attr.read_format = PERF_FORMAT_GROUP;
-  // Counting only (no sample_period): the kernel keeps a number, never wakes us, and never
-  // touches the target beyond an increment at syscall entry.
-  return (int)syscall(SYS_perf_event_open, &attr, tid, -1, group_fd, PERF_FLAG_FD_CLOEXEC);
 }

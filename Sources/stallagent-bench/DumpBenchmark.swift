@@ -65,12 +65,7 @@ struct DumpBenchmark {
         while true {
             let result = waitpid(pid, &status, WNOHANG)
             if result == pid || (result < 0 && errno != EINTR) { break }
-            if let text = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
-                let line = text.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }),
-                let kb = UInt64(line.split(separator: " ").dropFirst().first ?? "")
-            {
-                peak = max(peak, kb * 1024)
-            }
+            if let bytes = AgentResourceUsage.peakResidentBytes(pid: "\(pid)") { peak = max(peak, UInt64(bytes)) }
             usleep(2000)
         }
         return Run(wallNanos: MonotonicTime.nanos() - start, maxRSSBytes: peak, status: status)

@@ -60,11 +60,8 @@ public final class WrapperBenchmark {
                     cpu = (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
                 }
             }
-            if wrapped, let text = try? String(contentsOfFile: "/proc/\(process.processIdentifier)/status", encoding: .utf8),
-                let line = text.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }),
-                let kb = UInt64(line.split(separator: " ").dropFirst().first ?? "")
-            {
-                peak = max(peak ?? 0, kb * 1024)
+            if wrapped, let bytes = AgentResourceUsage.peakResidentBytes(pid: "\(process.processIdentifier)") {
+                peak = max(peak ?? 0, UInt64(bytes))
             }
             usleep(20_000)
         }

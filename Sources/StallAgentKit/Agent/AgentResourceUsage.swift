@@ -16,12 +16,13 @@ public enum AgentResourceUsage {
         let cpu =
             Double(usage.ru_utime.tv_sec) + Double(usage.ru_utime.tv_usec) / 1e6
             + Double(usage.ru_stime.tv_sec) + Double(usage.ru_stime.tv_usec) / 1e6
-        return (cpu, peakResidentFromStatus() ?? usage.ru_maxrss * 1024)
+        return (cpu, peakResidentBytes() ?? usage.ru_maxrss * 1024)
     }
 
-    /// "VmHWM:   26500 kB" from /proc/self/status.
-    static func peakResidentFromStatus() -> Int? {
-        guard let text = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
+    /// "VmHWM:   26500 kB" from /proc/PID/status (`self` by default): a process's own peak
+    /// resident set, which the benchmarks poll for their children too (see `cpuAndPeak`).
+    public static func peakResidentBytes(pid: String = "self") -> Int? {
+        guard let text = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
             let line = text.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }),
             let kib = Int(line.split(separator: " ").dropFirst().first ?? "")
         else { return nil }

@@ -264,19 +264,17 @@ final class DwarfSubset {
         return fillPendingBeside { [self] in inflateInfo(upTo: Int(info.size)) }
     }
 
+    private static let hasCoresToSpare = sysconf(Int32(_SC_NPROCESSORS_ONLN)) > 2
+
     /// Runs `inflateInfo`, the first time with the pending sections filled beside it on a
     /// second thread where the machine has cores to spare: on two, the second thread took the
     /// core of the very process being dumped (a running target's longest pause during a dump
     /// went from ~0.1 ms to ~4 ms), so there the pieces are filled one after the other.
     private func fillPendingBeside(_ inflateInfo: () -> Bool) -> Bool {
-        if !pending.isEmpty, sysconf(Int32(_SC_NPROCESSORS_ONLN)) <= 2 {
+        if pending.isEmpty || !DwarfSubset.hasCoresToSpare {
             let pieces = pending
             pending = []
             if !(inflateInfo() && pieces.allSatisfy({ fill($0) })) { failed = true }
-            return !failed
-        }
-        if pending.isEmpty {
-            if !inflateInfo() { failed = true }
             return !failed
         }
         let results = UnsafeMutableBufferPointer<Bool>.allocate(capacity: 1)

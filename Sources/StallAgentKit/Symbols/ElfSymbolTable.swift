@@ -74,6 +74,24 @@ public final class ElfSymbolTable: @unchecked Sendable {
     static func forEachSymbol(
         in elf: OpaquePointer, _ body: (_ symbol: GElf_Sym, _ name: UnsafePointer<CChar>, _ fromSymtab: Bool) -> Bool
     ) {
+        forEachSymbolSection(in: elf) { sh, data, count in
+            for index in 0..<count {
+                var sym = GElf_Sym()
+                // Undefined symbols (imports) have no address in this file.
+                guard gelf_getsym(data, Int32(index), &sym) != nil, sym.st_shndx != 0,
+                    let name = elf_strptr(elf, Int(sh.sh_link), Int(sym.st_name))
+                else { continue }
+                if !body(sym, name, sh.sh_type == UInt32(SHT_SYMTAB)) { return false }
+            }
+            return true
+        }
+    }
+
+    /// Calls `body` for each `.symtab` and `.dynsym` section with its data and its entry count;
+    /// stops when `body` returns false.
+    private static func forEachSymbolSection(
+        in elf: OpaquePointer, _ body: (_ header: GElf_Shdr, _ data: UnsafeMutablePointer<Elf_Data>, _ count: Int) -> Bool
+    ) {
         var section: OpaquePointer? = nil
         while let scn = elf_nextscn(elf, section) {
             section = scn
@@ -82,18 +100,10 @@ public final class ElfSymbolTable: @unchecked Sendable {
                 sh.sh_type == UInt32(SHT_SYMTAB) || sh.sh_type == UInt32(SHT_DYNSYM),
                 sh.sh_entsize > 0, let data = elf_getdata(scn, nil)
             else { continue }
-            let fromSymtab = sh.sh_type == UInt32(SHT_SYMTAB)
             // A corrupt sh_size must not make a billion-step loop: libelf's data is bounded
             // by the file.
-            let count = min(sh.sh_size, UInt64(data.pointee.d_size)) / sh.sh_entsize
-            for index in 0..<Int(min(count, UInt64(Int32.max))) {
-                var sym = GElf_Sym()
-                // Undefined symbols (imports) have no address in this file.
-                guard gelf_getsym(data, Int32(index), &sym) != nil, sym.st_shndx != 0,
-                    let name = elf_strptr(elf, Int(sh.sh_link), Int(sym.st_name))
-                else { continue }
-                if !body(sym, name, fromSymtab) { return }
-            }
+            let count = Int(min(min(sh.sh_size, UInt64(data.pointee.d_size)) / sh.sh_entsize, UInt64(Int32.max)))
+            if !body(sh, data, count) { return }
         }
     }
 
@@ -106,17 +116,9 @@ public final class ElfSymbolTable: @unchecked Sendable {
         // Both tables are read: .symtab has the statics, .dynsym may add names .symtab lost.
         for image in images {
             guard let elf = image.elf else { continue }
-            var section: OpaquePointer? = nil
-            while let scn = elf_nextscn(elf, section) {
-                section = scn
-                var sh = GElf_Shdr()
-                guard gelf_getshdr(scn, &sh) != nil,
-                    sh.sh_type == UInt32(SHT_SYMTAB) || sh.sh_type == UInt32(SHT_DYNSYM),
-                    sh.sh_entsize > 0, let data = elf_getdata(scn, nil), sources.count < Int(UInt16.max)
-                else { continue }
-                // A corrupt sh_size must not make a billion-step loop: libelf's data is
-                // bounded by the file.
-                let count = Int(min(min(sh.sh_size, UInt64(data.pointee.d_size)) / sh.sh_entsize, UInt64(Int32.max)))
+            ElfSymbolTable.forEachSymbolSection(in: elf) { sh, data, count in
+                // Sources are numbered in 16 bits.
+                guard sources.count < Int(UInt16.max) else { return false }
                 // Entry 0 is the null symbol.
                 if sh.sh_type == UInt32(SHT_SYMTAB) && count > 1 { sawSymtab = true }
                 var records: UnsafeRawBufferPointer?
@@ -127,6 +129,7 @@ public final class ElfSymbolTable: @unchecked Sendable {
                 }
                 sources.append(
                     Source(owner: image, elf: elf, data: data, records: records, count: count, stringSection: Int(sh.sh_link)))
+                return true
             }
         }
         self.sources = sources
