@@ -44,9 +44,12 @@ import Glibc
             let object = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: dir + "/" + name))) as? [String: Any]
             return object?["durationSeconds"] as? Double ?? -1
         }.sorted()
-        // Exact to the probe's clock reads; 5 ms leaves room for a loaded machine.
+        // Exact to the probe's clock reads (0.07 ms on an idle machine). The fixture logs its
+        // step a few instructions away from the probe's read; with CPU hogs beside it the
+        // thread can lose a whole time slice in between (5.9 ms seen): 12 ms leaves room for
+        // that and is still tighter than the /proc probe's two intervals.
         for (reported, step) in zip(durations, truth.map(\.seconds).sorted()) {
-            #expect(abs(reported - step) < 0.005, "\(reported) vs \(step)")
+            #expect(abs(reported - step) < 0.012, "\(reported) vs \(step)")
         }
     }
 
