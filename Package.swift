@@ -43,26 +43,51 @@ let package = Package(
             dependencies: [
                 .product(name: "DequeModule", package: "swift-collections")
             ]),
+        // What /proc and the kernel's counters say about a process without stopping it; the
+        // agent's error type and clock. Below everything that stops, reports or watches.
         .target(
-            name: "StallAgentKit",
+            name: "StallProc",
+            dependencies: ["StallDetection", "CPosix"]),
+        // Stopping a thread, copying its registers and stack, unwinding and symbolizing: the
+        // only importer of CPtrace, so the compiler keeps every stop in this target.
+        .target(
+            name: "StallCapture",
             dependencies: [
-                "StallDetection",
-                "CPtrace", "CPosix", "CLibunwind", "CLibelf", "CLibdw", "CLzma", "CDemangle", "CDebuginfod",
-                .product(name: "DequeModule", package: "swift-collections"),
+                "StallProc", "CPtrace", "CPosix", "CLibunwind", "CLibelf", "CLibdw", "CLzma", "CDemangle", "CDebuginfod",
+            ]),
+        // Reports on disk (text, JSON, folded stacks), their names, retention and re-symbolization.
+        .target(
+            name: "StallReports",
+            dependencies: ["StallDetection", "StallCapture"]),
+        // The watch loop: probes, the detector, captures on its schedule, reports; settings.
+        .target(
+            name: "StallMonitoring",
+            dependencies: [
+                "StallDetection", "StallProc", "StallCapture", "StallReports", "CPosix",
+            ]),
+        // `stallagent -- COMMAND`: the command's life, exit status and CI outputs.
+        .target(
+            name: "StallWrapper",
+            dependencies: ["StallDetection", "StallProc", "StallCapture", "StallReports", "StallMonitoring", "CPosix"]),
+        // The service: config file, targets (pid files, units, cgroups), journal, metrics.
+        .target(
+            name: "StallHost",
+            dependencies: [
+                "StallDetection", "StallProc", "StallReports", "StallMonitoring", "CPosix",
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "Yams", package: "Yams"),
             ]),
         .executableTarget(
             name: "stallagent",
             dependencies: [
-                "StallAgentKit",
+                "StallDetection", "StallProc", "StallCapture", "StallReports", "StallMonitoring", "StallWrapper", "StallHost",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]),
         // The performance figures behind the goals (scripts/bench); not part of the product.
         .executableTarget(
             name: "stallagent-bench",
             dependencies: [
-                "StallAgentKit",
+                "StallDetection", "StallProc", "StallCapture", "StallReports", "StallMonitoring", "StallWrapper", "StallHost",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]),
         // Small C programs whose main thread stalls in known ways; tests and the demo use them.
@@ -73,12 +98,14 @@ let package = Package(
         // Pure and fast: the detector, reports, parsers, settings files; no process is started.
         .testTarget(
             name: "StallAgentKitUnitTests",
-            dependencies: ["StallAgentKit", "StallDetection"]),
+            dependencies: ["StallDetection", "StallProc", "StallCapture", "StallReports", "StallMonitoring", "StallWrapper", "StallHost"]),
         // Against real processes under real ptrace (fixtures, the agent binary, real programs).
         // Support/Shared links the unit target's report and detection scaffolding.
         .testTarget(
             name: "StallAgentKitTests",
-            dependencies: ["StallAgentKit", "StallDetection", "CPosix", "stall-fixtures"],
+            dependencies: [
+                "StallDetection", "StallProc", "StallCapture", "StallReports", "StallMonitoring", "StallWrapper", "StallHost", "CPosix", "stall-fixtures",
+            ],
             // Sources of programs the tests compile themselves (C, C++, Swift, Rust).
             exclude: ["Symbols/Fixtures"]),
     ],

@@ -1,6 +1,6 @@
 import ArgumentParser
 import Foundation
-import StallAgentKit
+import StallProc
 
 /// `stallagent-bench`: the performance figures, kept out of the production binary. It measures
 /// the `stallagent` binary that sits next to it (or `--agent`).

@@ -1,5 +1,4 @@
 import Foundation
-import StallAgentKit
 
 #if canImport(Glibc)
 import Glibc

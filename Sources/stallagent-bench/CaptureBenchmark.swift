@@ -1,5 +1,7 @@
 import Foundation
-import StallAgentKit
+import StallProc
+import StallCapture
+import StallMonitoring
 
 #if canImport(Glibc)
 import Glibc

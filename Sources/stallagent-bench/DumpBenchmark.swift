@@ -1,5 +1,6 @@
 import Foundation
-import StallAgentKit
+import StallProc
+import StallMonitoring
 
 #if canImport(Glibc)
 import Glibc

@@ -1,5 +1,5 @@
 import Foundation
-import StallAgentKit
+import StallMonitoring
 
 #if canImport(Glibc)
 import Glibc

@@ -1,5 +1,7 @@
 import Foundation
-import StallAgentKit
+import StallDetection
+import StallProc
+import StallMonitoring
 
 #if canImport(Glibc)
 import Glibc

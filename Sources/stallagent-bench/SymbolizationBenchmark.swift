@@ -1,5 +1,6 @@
 import Foundation
-import StallAgentKit
+import StallCapture
+import StallMonitoring
 
 #if canImport(Glibc)
 import Glibc

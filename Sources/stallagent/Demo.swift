@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
-import StallAgentKit
+import StallProc
+import StallMonitoring
 
 #if canImport(Glibc)
 import Glibc

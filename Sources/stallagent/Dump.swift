@@ -1,6 +1,8 @@
 import ArgumentParser
 import Foundation
-import StallAgentKit
+import StallCapture
+import StallReports
+import StallMonitoring
 
 struct Dump: ParsableCommand {
     static let configuration = CommandConfiguration(

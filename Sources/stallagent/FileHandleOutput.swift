@@ -1,5 +1,5 @@
 import Foundation
-import StallAgentKit
+import StallReports
 
 #if canImport(Glibc)
 import Glibc

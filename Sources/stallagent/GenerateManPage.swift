@@ -1,5 +1,5 @@
 import ArgumentParser
-import StallAgentKit
+import StallHost
 
 /// `stallagent generate-man-page`: stallagent(1) in troff, from the same help text as
 /// `--help`, so the installed manual cannot drift from the program (scripts/install runs it).

@@ -1,6 +1,8 @@
 import ArgumentParser
 import Foundation
-import StallAgentKit
+import StallProc
+import StallMonitoring
+import StallWrapper
 
 #if canImport(Glibc)
 import Glibc

@@ -1,5 +1,5 @@
 import ArgumentParser
-import StallAgentKit
+import StallMonitoring
 
 /// A setting's value as typed on the command line, checked by its `Setting` (the same check
 /// and message as the config file) when the command validates. Not the value type itself:

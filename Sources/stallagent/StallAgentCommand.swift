@@ -1,5 +1,6 @@
 import ArgumentParser
-import StallAgentKit
+import StallProc
+import StallWrapper
 
 #if canImport(Glibc)
 import Glibc

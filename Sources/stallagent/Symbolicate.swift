@@ -1,6 +1,8 @@
 import ArgumentParser
 import Foundation
-import StallAgentKit
+import StallProc
+import StallCapture
+import StallReports
 
 struct Symbolicate: ParsableCommand {
     static let configuration = CommandConfiguration(

@@ -1,6 +1,8 @@
 import ArgumentParser
 import Foundation
-import StallAgentKit
+import StallProc
+import StallMonitoring
+import StallHost
 
 /// Options shared by `watch` and `run`, declared from the settings table (`Settings`).
 /// Values that take a number are read unconditionally, so that `--threshold -1s` is refused

@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-@testable import StallAgentKit
+@testable import StallHost
 
 @Suite struct AgentMetricsTests {
     @Test func rendersValidPrometheusText() throws {

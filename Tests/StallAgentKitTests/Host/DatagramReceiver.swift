@@ -1,6 +1,6 @@
 import CPosix
 import Foundation
-@testable import StallAgentKit
+@testable import StallProc
 
 #if canImport(Glibc)
 import Glibc

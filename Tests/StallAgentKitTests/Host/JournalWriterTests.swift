@@ -1,7 +1,8 @@
 import CPosix
 import Foundation
 import Testing
-@testable import StallAgentKit
+@testable import StallProc
+@testable import StallHost
 
 #if canImport(Glibc)
 import Glibc

@@ -1,7 +1,5 @@
 import Foundation
 
-@testable import StallAgentKit
-
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -1,7 +1,11 @@
 import Foundation
 import Testing
 
-@testable import StallAgentKit
+@testable import StallDetection
+@testable import StallCapture
+@testable import StallReports
+@testable import StallMonitoring
+@testable import StallHost
 
 #if canImport(Glibc)
 import Glibc

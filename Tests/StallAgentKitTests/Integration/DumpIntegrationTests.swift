@@ -1,7 +1,10 @@
 import Foundation
 import Testing
 
-@testable import StallAgentKit
+@testable import StallDetection
+@testable import StallProc
+@testable import StallReports
+@testable import StallMonitoring
 
 #if canImport(Glibc)
 import Glibc

@@ -2,7 +2,9 @@ import Foundation
 import Synchronization
 import Testing
 
-@testable import StallAgentKit
+@testable import StallProc
+@testable import StallCapture
+@testable import StallMonitoring
 
 #if canImport(Glibc)
 import Glibc

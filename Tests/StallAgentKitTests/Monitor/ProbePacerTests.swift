@@ -1,6 +1,7 @@
 import Testing
 
-@testable import StallAgentKit
+@testable import StallProc
+@testable import StallMonitoring
 
 /// The pace shared by the monitor, host agent and wrapper loops.
 struct ProbePacerTests {

@@ -1,7 +1,8 @@
 import Foundation
 import Testing
 
-@testable import StallAgentKit
+@testable import StallCapture
+@testable import StallReports
 
 #if canImport(Glibc)
 import Glibc

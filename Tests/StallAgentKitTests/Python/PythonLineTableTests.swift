@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-@testable import StallAgentKit
+@testable import StallCapture
 
 /// The location-table decoder against CPython's own `co_lines()`, for every function of a large
 /// standard-library module, per interpreter version.

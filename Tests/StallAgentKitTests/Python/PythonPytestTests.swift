@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-@testable import StallAgentKit
+@testable import StallReports
 
 /// A wrapped pytest run (`stallagent run -- python -m pytest`): the sampled stacks carry the
 /// test's own Python function, so the report names `test_sleepy` and its line. (Which stalls

@@ -1,6 +1,10 @@
 import Foundation
 import Testing
-@testable import StallAgentKit
+@testable import StallProc
+@testable import StallReports
+@testable import StallMonitoring
+@testable import StallWrapper
+@testable import StallHost
 
 /// The command line and the config file hold every setting to the one table: the same
 /// default, the same bounds, the same message for the same bad value.

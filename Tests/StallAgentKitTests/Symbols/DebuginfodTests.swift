@@ -1,8 +1,6 @@
 import Foundation
 import Testing
 
-@testable import StallAgentKit
-
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -1,8 +1,6 @@
 import Foundation
 import Testing
 
-@testable import StallAgentKit
-
 /// C++ and Swift programs with namespaces, generics and closures, built at test time: the
 /// live stack names them demangled, with lines, and a stripped copy with its debug file by
 /// build-id gives the same.

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-@testable import StallAgentKit
+@testable import StallCapture
 
 @Suite struct RustDemanglerTests {
     /// Pairs from rustc-demangle's and libiberty's test suites and from real rustc 1.95

@@ -1,6 +1,6 @@
 import Foundation
 
-@testable import StallAgentKit
+@testable import StallCapture
 
 /// elfutils' `eu-stack`, the reference our stacks are compared with. It stops the target
 /// (ptrace) and has every register, so its frames are the truth for code with CFI or frame

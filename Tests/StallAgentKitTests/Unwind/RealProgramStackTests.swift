@@ -1,7 +1,9 @@
 import Foundation
 import Testing
 
-@testable import StallAgentKit
+@testable import StallProc
+@testable import StallReports
+@testable import StallMonitoring
 
 #if canImport(Glibc)
 import Glibc

@@ -1,5 +1,5 @@
 import Foundation
-import StallAgentKit
+import StallWrapper
 import Testing
 
 #if canImport(FoundationXML)

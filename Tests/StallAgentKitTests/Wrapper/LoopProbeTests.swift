@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-@testable import StallAgentKit
+@testable import StallMonitoring
 
 #if canImport(Glibc)
 import Glibc

@@ -1,6 +1,7 @@
 import Testing
 
-@testable import StallAgentKit
+@testable import StallProc
+@testable import StallCapture
 
 /// The stop-and-copy fallback for a blocked thread whose stop-free copy cannot be unwound is
 /// allowed only where the program cannot notice the stop.

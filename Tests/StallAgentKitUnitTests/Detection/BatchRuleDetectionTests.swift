@@ -1,6 +1,6 @@
 import Testing
 
-@testable import StallAgentKit
+@testable import StallDetection
 
 /// The batch rule in the pure detector: a test runner that never idles reports a test's frame
 /// held past the threshold, once, named by the test; its own frames and fast tests never.

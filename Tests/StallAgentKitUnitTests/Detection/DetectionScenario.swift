@@ -1,4 +1,4 @@
-@testable import StallAgentKit
+@testable import StallDetection
 
 /// Test support: drives a `StallDetector` with a synthetic probe stream on an exact grid
 /// (time = tick × probeInterval, so no drift from summing), sampling the way the agent will:

@@ -1,6 +1,6 @@
 import Testing
 
-@testable import StallAgentKit
+@testable import StallDetection
 
 /// Loop-turn evidence in the pure detector: a saturated loop that is never seen asleep but
 /// turns between probes is not a stall; one slow turn inside it is, timed from its own start.

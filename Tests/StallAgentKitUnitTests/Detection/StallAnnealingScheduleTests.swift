@@ -1,6 +1,6 @@
 import Testing
 
-@testable import StallAgentKit
+@testable import StallDetection
 
 @Suite("StallAnnealingSchedule, clocks and activities")
 struct StallAnnealingScheduleTests {

@@ -1,6 +1,6 @@
 import Testing
 
-@testable import StallAgentKit
+@testable import StallDetection
 
 @Suite("StallDetector launch phase")
 struct StallDetectorLaunchTests {

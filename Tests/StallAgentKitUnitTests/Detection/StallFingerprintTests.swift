@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-@testable import StallAgentKit
+@testable import StallDetection
 
 @Suite("StallFingerprint and StallFingerprintBook")
 struct StallFingerprintTests {

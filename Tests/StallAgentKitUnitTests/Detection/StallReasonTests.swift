@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-@testable import StallAgentKit
+@testable import StallDetection
 
 @Suite("StallReason and StallReasonClassifier")
 struct StallReasonTests {

@@ -1,6 +1,9 @@
 import Foundation
 import Testing
-@testable import StallAgentKit
+@testable import StallProc
+@testable import StallReports
+@testable import StallMonitoring
+@testable import StallHost
 
 @Suite struct AgentConfigurationTests {
     static let examplePath = URL(fileURLWithPath: #filePath)

@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-@testable import StallAgentKit
+@testable import StallReports
 
 #if canImport(Glibc)
 import Glibc

@@ -1,5 +1,5 @@
 import Testing
-@testable import StallAgentKit
+@testable import StallHost
 
 /// What a refused attach under systemd is explained with: the missing capabilities and the
 /// agent's own unit.

@@ -1,5 +1,5 @@
 import Testing
-@testable import StallAgentKit
+@testable import StallProc
 
 /// systemd's directory variables are colon-separated lists in the unit's order.
 @Suite struct SystemdDirectoriesTests {

@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-@testable import StallAgentKit
+@testable import StallHost
 
 /// Finding a unit without D-Bus: hierarchies from mountinfo, the unit's cgroup by name, the
 /// stand-in for MainPID.

@@ -1,6 +1,6 @@
 import Testing
 
-@testable import StallAgentKit
+@testable import StallProc
 
 @Suite struct ProcParserTests {
     @Test func statWithParenthesesAndSpacesInName() throws {

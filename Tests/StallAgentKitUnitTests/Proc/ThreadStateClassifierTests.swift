@@ -1,6 +1,6 @@
 import Testing
 
-@testable import StallAgentKit
+@testable import StallProc
 
 @Suite struct ThreadStateClassifierTests {
     let classifier = ThreadStateClassifier()

@@ -1,7 +1,10 @@
 import Foundation
 import Testing
 
-@testable import StallAgentKit
+@testable import StallDetection
+@testable import StallCapture
+@testable import StallReports
+@testable import StallMonitoring
 
 /// Where Python frames go in a native stack, and what culprits, stall frames and fingerprints
 /// make of them (pure: no process).

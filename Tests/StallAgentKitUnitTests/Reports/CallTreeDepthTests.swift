@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-@testable import StallAgentKit
+@testable import StallDetection
 
 /// Stacks with interpreter frames are deep (a pytest run: 250+ frames) and Foundation's JSON
 /// encoder refuses nesting past ~255 tree levels: the tree keeps its outer and inner frames

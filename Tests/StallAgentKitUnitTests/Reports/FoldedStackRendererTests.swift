@@ -1,6 +1,7 @@
 import Testing
 
-@testable import StallAgentKit
+@testable import StallDetection
+@testable import StallReports
 
 @Suite("Folded stacks")
 struct FoldedStackRendererTests {

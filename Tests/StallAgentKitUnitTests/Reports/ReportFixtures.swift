@@ -1,6 +1,8 @@
 import Foundation
 
-@testable import StallAgentKit
+@testable import StallDetection
+@testable import StallCapture
+@testable import StallReports
 
 /// Test support: stalls driven through a real `StallDetector` (via `DetectionScenario`) and a
 /// report context whose resolver fills in everything a symbolizer would, so tests can tell

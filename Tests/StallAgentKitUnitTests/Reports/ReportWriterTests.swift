@@ -1,7 +1,8 @@
 import Foundation
 import Testing
 
-@testable import StallAgentKit
+@testable import StallProc
+@testable import StallReports
 
 #if canImport(Glibc)
 import Glibc

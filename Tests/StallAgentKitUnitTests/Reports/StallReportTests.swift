@@ -1,7 +1,9 @@
 import Foundation
 import Testing
 
-@testable import StallAgentKit
+@testable import StallDetection
+@testable import StallCapture
+@testable import StallReports
 
 @Suite("StallReport model")
 struct StallReportTests {

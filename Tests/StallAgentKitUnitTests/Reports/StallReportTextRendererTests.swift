@@ -1,7 +1,8 @@
 import Foundation
 import Testing
 
-@testable import StallAgentKit
+@testable import StallDetection
+@testable import StallReports
 
 @Suite("StallReport text rendering")
 struct StallReportTextRendererTests {

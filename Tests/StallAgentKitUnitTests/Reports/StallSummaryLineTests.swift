@@ -1,6 +1,6 @@
 import Testing
 
-@testable import StallAgentKit
+@testable import StallReports
 
 @Suite("Stall summary line")
 struct StallSummaryLineTests {

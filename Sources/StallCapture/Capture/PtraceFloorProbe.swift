@@ -1,0 +1,56 @@
+import CPtrace
+
+import StallProc
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The cheapest possible look at a running thread — stay attached, then INTERRUPT, wait,
+/// GETREGS, CONT — measured so benchmarks can compare a real capture against it. Not used
+/// for monitoring: staying attached freezes the target on every signal it receives.
+public final class PtraceFloorProbe {
+    public let tid: Int32
+    private var attached = false
+
+    public init(tid: Int32) throws {
+        self.tid = tid
+        guard sa_ptrace_seize(tid, 0) == 0 else {
+            throw StallAgentError.system(operation: "PTRACE_SEIZE", errno: errno)
+        }
+        attached = true
+    }
+
+    deinit { detach() }
+
+    /// One interrupt-to-continue cycle; returns (start, end) monotonic nanoseconds.
+    public func cycle(deadlineNanos: UInt64 = 500_000_000) throws -> (UInt64, UInt64) {
+        let start = MonotonicTime.nanos()
+        guard sa_ptrace_interrupt(tid) == 0 else { throw StallAgentError.system(operation: "PTRACE_INTERRUPT", errno: errno) }
+        var status: Int32 = 0
+        while sa_waitpid_nohang(tid, &status) != tid {
+            if MonotonicTime.nanos() - start > deadlineNanos {
+                throw StallAgentError.captureTimedOut(tid: tid, milliseconds: Int(deadlineNanos / 1_000_000))
+            }
+            sched_yield()
+        }
+        var regs = user_regs_struct()
+        _ = sa_ptrace_getregs(tid, &regs)
+        let signal = sa_wptrace_event(status) == 0 && sa_wstopsig(status) != SIGTRAP ? sa_wstopsig(status) : 0
+        _ = sa_ptrace_cont(tid, signal)
+        return (start, MonotonicTime.nanos())
+    }
+
+    public func detach() {
+        guard attached else { return }
+        attached = false
+        // Detach needs a stopped tracee: interrupt, wait briefly, detach.
+        if sa_ptrace_interrupt(tid) == 0 {
+            var status: Int32 = 0
+            let start = MonotonicTime.nanos()
+            while sa_waitpid_nohang(tid, &status) != tid && MonotonicTime.nanos() - start < 500_000_000 {
+                sched_yield()
+            }
+        }
+        _ = sa_ptrace_detach(tid, 0)
+    }
+}

@@ -1,0 +1,164 @@
+import Foundation
+import Synchronization
+
+import StallProc
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Opens and reads files that someone else controls (the watched process's executable,
+/// libraries, debug files and perf map, which its owner can replace, truncate or turn into a
+/// FIFO) without letting them block or crash the agent.
+public enum SafeFileReader {
+    /// Opens `path` read-only for a regular file: O_NONBLOCK so a FIFO or a device does not
+    /// block the open, O_NOFOLLOW so a last component swapped for a symbolic link is refused,
+    /// and fstat on the descriptor (not the path) so what is checked is what is read.
+    /// The caller closes the descriptor.
+    public static func openRegularFile(_ path: String, maxBytes: Int64 = Int64.max) throws -> (fd: Int32, info: stat) {
+        let fd = open(path, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY)
+        if fd < 0 { throw StallAgentError.system(operation: "open \(path)", errno: errno) }
+        var info = stat()
+        guard fstat(fd, &info) == 0 else {
+            let code = errno
+            close(fd)
+            throw StallAgentError.system(operation: "fstat \(path)", errno: code)
+        }
+        guard info.st_mode & S_IFMT == S_IFREG else {
+            close(fd)
+            throw StallAgentError.invalidArgument("\(path): not a regular file")
+        }
+        guard Int64(info.st_size) <= maxBytes else {
+            close(fd)
+            throw StallAgentError.invalidArgument("\(path): larger than \(maxBytes) bytes")
+        }
+        return (fd, info)
+    }
+
+    /// The whole of a regular file, read with pread into memory the agent owns (so a later
+    /// truncation cannot fault), up to `maxBytes`.
+    public static func readRegularFile(_ path: String, maxBytes: Int) throws -> [UInt8] {
+        let (fd, info) = try openRegularFile(path, maxBytes: Int64(maxBytes))
+        defer { close(fd) }
+        return try read(fd: fd, count: Int(info.st_size), path: path)
+    }
+
+    /// Up to `count` bytes from offset 0 (fewer when the file shrank meanwhile).
+    static func read(fd: Int32, count: Int, path: String) throws -> [UInt8] {
+        var bytes = [UInt8](repeating: 0, count: count)
+        var offset = 0
+        while offset < count {
+            let n = bytes.withUnsafeMutableBytes { pread(fd, $0.baseAddress! + offset, count - offset, off_t(offset)) }
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw StallAgentError.system(operation: "read \(path)", errno: errno)
+            }
+            if n == 0 { break }
+            offset += n
+        }
+        if offset < count { bytes.removeLast(count - offset) }
+        return bytes
+    }
+
+    /// Major and minor of a device number, as `/proc/PID/maps` prints them (`fd:01`).
+    static func deviceText(_ device: UInt64) -> String {
+        let major = ((device >> 8) & 0xfff) | ((device >> 32) & ~UInt64(0xfff))
+        let minor = (device & 0xff) | ((device >> 12) & ~UInt64(0xff))
+        let majorText = String(major, radix: 16)
+        let minorText = String(minor, radix: 16)
+        return (majorText.count < 2 ? "0" + majorText : majorText) + ":" + (minorText.count < 2 ? "0" + minorText : minorText)
+    }
+}
+
+private final class ResultBox<T>: @unchecked Sendable {
+    let done = DispatchSemaphore(value: 0)
+    let lock = NSLock()
+    var value: T?
+}
+
+/// Runs file-system work that might never return (a hung NFS or FUSE mount leaves a thread in
+/// uninterruptible sleep) on a worker thread, and waits for it only until a deadline. A worker
+/// that misses its deadline is abandoned (it cannot be cancelled) and a fresh one takes the
+/// next jobs; after a few stuck workers, work is refused at once instead of piling up threads.
+public final class BoundedFileIO: @unchecked Sendable {
+    public static let shared = BoundedFileIO()
+
+    /// Long enough for a cold read of a large binary's headers from a slow disk.
+    public static let defaultDeadline = 2.0
+    /// Stuck threads kept at most; each holds only its stack.
+    static let maxAbandoned = 8
+
+    private final class Worker: @unchecked Sendable {
+        let condition = NSCondition()
+        var jobs: [() -> Void] = []
+
+        init() {
+            let thread = Thread { [self] in run() }
+            thread.name = "stallagent-file-io"
+            thread.stackSize = 1 << 20
+            thread.start()
+        }
+
+        private func run() {
+            while true {
+                condition.lock()
+                while jobs.isEmpty { condition.wait() }
+                let job = jobs.removeFirst()
+                condition.unlock()
+                job()
+            }
+        }
+
+        func submit(_ job: @escaping () -> Void) {
+            condition.lock()
+            jobs.append(job)
+            condition.signal()
+            condition.unlock()
+        }
+    }
+
+    private struct State {
+        var worker: Worker?
+        var abandoned = 0
+    }
+
+    private let state = Mutex<State>(State())
+
+    public init() {}
+
+    /// Stuck workers so far (each one a file that never answered).
+    public var abandonedWorkers: Int { state.withLock { $0.abandoned } }
+
+    /// `body`'s result, or nil when it did not finish within `deadline` seconds (or too many
+    /// workers are already stuck).
+    public func run<T>(deadline: Double = BoundedFileIO.defaultDeadline, _ body: @escaping () -> T) -> T? {
+        guard
+            let worker = state.withLock({ state -> Worker? in
+                if state.abandoned >= Self.maxAbandoned { return nil }
+                if state.worker == nil { state.worker = Worker() }
+                return state.worker
+            })
+        else { return nil }
+        let box = ResultBox<T>()
+        worker.submit {
+            let value = body()
+            box.lock.lock()
+            box.value = value
+            box.lock.unlock()
+            box.done.signal()
+        }
+        if box.done.wait(timeout: .now() + deadline) == .timedOut {
+            state.withLock { state in
+                // Only the first caller to notice replaces the worker; later jobs queued behind
+                // the same stuck one find it already gone.
+                if state.worker === worker {
+                    state.worker = nil
+                    state.abandoned += 1
+                }
+            }
+            return nil
+        }
+        box.lock.lock()
+        defer { box.lock.unlock() }
+        return box.value
+    }
+}

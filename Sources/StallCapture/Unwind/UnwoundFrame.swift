@@ -1,0 +1,52 @@
+/// One frame found by unwinding a snapshot, before symbolization.
+public struct UnwoundFrame: Equatable, Sendable {
+    /// The pc for frame 0, the return address for the others.
+    public var address: UInt64
+    /// The stack pointer in this frame (the callee's CFA): with the function it identifies
+    /// one activation, so recursion and re-entry can be told apart.
+    public var stackPointer: UInt64
+    public var isSignalFrame: Bool
+
+    package init(address: UInt64, stackPointer: UInt64, isSignalFrame: Bool) {
+        self.address = address
+        self.stackPointer = stackPointer
+        self.isSignalFrame = isSignalFrame
+    }
+
+    /// The address to symbolize: a return address points after the call, possibly into the
+    /// next function or line, so callers are looked up one byte earlier.
+    public func lookupAddress(isInnermost: Bool) -> UInt64 {
+        isInnermost || isSignalFrame || address == 0 ? address : address - 1
+    }
+}
+
+/// Why an unwind stopped: the honest end of a stack trace.
+public enum UnwindEnd: String, Sendable, Codable {
+    /// libunwind reached the outermost frame.
+    case complete
+    /// Frame limit reached.
+    case truncatedAtLimit
+    /// A frame needed a register the snapshot does not have (captured without a stop).
+    case missingRegister
+    /// A frame needed stack memory beyond the copied part.
+    case outsideCopiedStack
+    /// No unwind information for an address (JIT code, corrupt stack) and no frame pointer.
+    case noUnwindInfo
+    /// The stack did not grow towards older frames: corrupt or garbage.
+    case badFrame
+    /// The next return address points outside executable memory: what the unwind found
+    /// there is data, so the stack ends rather than show it as a frame.
+    case notCode
+}
+
+public struct UnwoundStack: Sendable {
+    public var frames: [UnwoundFrame]
+    public var end: UnwindEnd
+    /// Interpreter frames read with the stack, spliced in when it is symbolized.
+    public var python: PythonStack?
+
+    public init(frames: [UnwoundFrame], end: UnwindEnd) {
+        self.frames = frames
+        self.end = end
+    }
+}

@@ -1,0 +1,1000 @@
+import Foundation
+
+import StallDetection
+import StallProc
+import StallCapture
+import StallReports
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Watches one process's main thread until it exits, the watch's duration ends, or a stop
+/// is requested: probes /proc every few milliseconds, samples the stack only while the thread
+/// is busy, feeds the pure `StallDetector`, and turns its events into reports on disk and one
+/// line per stall on stderr. Everything runs on the calling thread (ptrace ownership).
+public final class StallMonitor {
+    public let options: MonitorOptions
+    public let inspector: ProcessInspector
+    public let writer: ReportWriter
+    private var detector: StallDetector
+    /// Per-fingerprint occurrence counts; the host agent persists them across restarts.
+    /// The host agent shares one book among the processes of a unit (workers stall alike).
+    public package(set) var fingerprints: StallFingerprintBook
+    /// When set, stall lines go here (as structured events) instead of to `log`: the host
+    /// agent sends them to the journal and counts them in the metrics.
+    public var stallEvents: ((StallMonitorEvent) -> Void)?
+    /// Seconds the main thread spent in each state, from the probes.
+    public private(set) var stateSeconds: [ThreadActivity: Double] = [:]
+    /// Total time the target was stopped by captures, and captures made without a stop.
+    public private(set) var pauseSecondsTotal = 0.0
+    public private(set) var capturesWithoutStop = 0
+    private var lastObservation: (time: Double, activity: ThreadActivity)?
+    private let probe: ThreadProbeFiles
+    private let classifier: ThreadStateClassifier
+    private let log: (String) -> Void
+    private let wallClockOffset: Double
+    private var processInfo: ReportProcessInfo
+    private var threadInfo: ReportThreadInfo
+    /// The main thread's name at the latest probe: a change means the process exec'd.
+    private var lastComm: String?
+    private var execCount = 0
+    private let hostname: String
+
+    // Per-episode agent statistics (reset when a new busy episode starts).
+    private var episodeStart: Double?
+    private var episodePauses: [Double] = []
+    private var episodeWithStop = 0
+    private var episodeWithoutStop = 0
+    private var episodeFailed = 0
+
+    // Per-stall state.
+    private var decisions: [Int: StallFingerprintBook.Decision] = [:]
+    private var reportPaths: [Int: ReportPaths] = [:]
+    private var lockOwners: [Int: ReportLockOwner] = [:]
+    private var terminations: [Int: String] = [:]
+    private var frameCache: [UInt64: SymbolizedFrame] = [:]
+    private var kill: (stallID: Int, abortSentAt: Double, killed: Bool)?
+    private var firstWritten: [Int: Double] = [:]
+    /// The other tracer that refused our captures, and what reports say about it.
+    private var tracedBy: Int32?
+    private var samplingNote: String?
+    /// libstallprobe.so in the target, when it was started with it preloaded.
+    public private(set) var loopProbe: LoopProbeReader?
+    private var lastIterations: UInt64?
+    private var lastFedTime = -Double.infinity
+    private var lastCPUNanos: UInt64 = 0
+    private var lastRunQueueNanos: UInt64 = 0
+
+    // Loop turns (DESIGN.md §2): the evidence in use, and why it is not a better one.
+    public private(set) var loopTurnEvidence: LoopTurnEvidence
+    /// `--loop-turns auto` without a loop probe: the kernel counters are opened when the thread
+    /// is first seen idle, or when a busy episode outside the batch rule is half a threshold
+    /// old (a loop saturated from the start is never seen idle, and the stack rule knows no
+    /// loop frames yet); the stack rule decides until then. The counters put every system call
+    /// of the thread on the kernel's slow tracing path, and a process that never waits in a
+    /// loop (a test runner, a compiler under `make`) gets nothing from them: wrapped pytest ran
+    /// 1.38× slower with them, 1.07× without.
+    private var countersAwaitIdle = false
+    public private(set) var loopTurnsNote: String?
+    private var turnCounter: LoopTurnCounter?
+    private var lastTurnCount: UInt64?
+    /// Loop turns seen (exact with the counter or probe; a lower bound with the stack rule).
+    private var loopTurns: UInt64 = 0
+    private var idleEntries: UInt64 = 0
+    /// Busy turns' lengths (each busy episode ends with a turn or idle).
+    public private(set) var turnLengths = TurnLengthHistogram()
+    /// Turn lengths not yet taken by the metrics (bounded between two metrics updates).
+    private var pendingTurnLengths: [Double] = []
+
+    /// The busy turns that ended since the last call, for a metrics histogram.
+    public func drainTurnLengths() -> [Double] {
+        defer { pendingTurnLengths.removeAll(keepingCapacity: true) }
+        return pendingTurnLengths
+    }
+    /// Loop turns seen so far (see `loopTurns`), for metrics.
+    public var loopTurnCount: UInt64 {
+        loopTurnEvidence == .stackRule ? idleEntries &+ UInt64(detector.stackRuleTurns) : loopTurns
+    }
+    private var homeWaits = HomeWaitTracker()
+    private var lastWaitSite: HomeWaitTracker.Site?
+    private var canonicalWaitSites: [HomeWaitTracker.Site: HomeWaitTracker.Site] = [:]
+    private var lockWaitSites: Set<HomeWaitTracker.Site> = []
+    /// Functions that wait for a lock through an idle-set wait.
+    static let lockWaitFrames = ["ProcSleep", "WaitOnLock", "*LockAcquire*"]
+    /// Home waits whose stacks gave the stack rule its loop frames.
+    private var learnedLoopSites: Set<HomeWaitTracker.Site> = []
+    private var loopFrameUnion: [SampledFrame] = []
+    /// True while the latest probe found the thread in a wait nested inside work.
+    private var inNestedWait = false
+    /// The latest ptrace sample found the thread inside file I/O (write(2) to a regular file,
+    /// fsync): a running thread then counts as in I/O, since /proc shows only "running" while
+    /// a write copies into the page cache.
+    private var ioHint = false
+    /// The blocked call in which the latest sample found a lock-acquiring function (a
+    /// semaphore-based lock such as Python's waits in a plain futex wait that /proc cannot
+    /// tell from any other): while the thread stays in that very call, it waits on a lock.
+    private var lockHintSyscall: ProcSyscallInfo?
+    /// Functions that acquire a lock by waiting in a futex /proc does not show as a mutex's.
+    static let lockAcquireFrames = [
+        "PyThread_acquire_lock*", "sem_wait*", "sem_timedwait*", "sem_clockwait*", "__new_sem_wait*",
+        "pthread_rwlock_*lock*", "pthread_mutex_*lock*", "__lll_lock_wait*",
+    ]
+    /// Syscalls a process parks in when it has no event loop (nginx's master, supervisors):
+    /// idle until a loop wait is known, then ordinary blocking calls.
+    static let parkingSyscalls: Set<Int> = [130, 128, 34]  // rt_sigsuspend, rt_sigtimedwait, pause
+    static let childWaitSyscalls: Set<Int> = [61, 247]  // wait4, waitid
+    private var busyFrameCache: (syscall: ProcSyscallInfo, busy: Bool)?
+
+    // The last classification and the /proc state it was made for.
+    private var lastClassification: (state: Character, syscall: ProcSyscallInfo?, activity: ThreadActivity)?
+
+    public private(set) var summary: MonitorSummary
+
+    public init(
+        pid: Int32, options: MonitorOptions, fingerprints: StallFingerprintBook = StallFingerprintBook(),
+        log: @escaping (String) -> Void
+    ) throws {
+        self.options = options
+        self.log = log
+        self.fingerprints = fingerprints
+        var captureOptions = ThreadCapturer.Options()
+        captureOptions.maxStackBytes = options.maxStackBytes
+        inspector = try ProcessInspector(
+            pid: pid, capturer: ThreadCapturer(options: captureOptions), debugDirectories: options.debugDirectories,
+            debuginfod: .background)
+        writer = try ReportWriter(directory: options.reportDirectory)
+        classifier = ThreadStateClassifier(extraIdleSyscalls: options.extraIdleSyscalls)
+        inspector.classifier = classifier
+        inspector.perfSampling = options.perfSampling
+        inspector.perfSamplePeriod = options.sampleInterval / 2
+        probe = try ThreadProbeFiles(pid: inspector.pid, tid: inspector.pid)
+        loopProbe = LoopProbeReader(pid: inspector.pid, modules: inspector.modules)
+        (loopTurnEvidence, turnCounter, loopTurnsNote) = try StallMonitor.chooseLoopTurnEvidence(
+            tid: inspector.pid, mode: options.loopTurns, hasLoopProbe: loopProbe != nil)
+        countersAwaitIdle = options.loopTurns == .auto && loopProbe == nil
+        if options.loopTurns == .stackRule { loopProbe = nil }
+        if let note = loopTurnsNote { log("stallagent: loop turns: \(note)") }
+        // A process attached to long after it started is past its launch: use the loop threshold.
+        let age = StallMonitor.processAge(pid: inspector.pid)
+        detector = StallDetector(
+            configuration: DetectorConfiguration(
+                threshold: options.threshold, launchThreshold: options.launchThreshold,
+                sampleInterval: options.sampleInterval,
+                startsInLaunchPhase: age.map { $0 < options.launchThreshold || options.batchThreshold != nil } ?? false,
+                loopTurnEvidence: loopTurnEvidence, batchThreshold: options.batchThreshold))
+        wallClockOffset = Date().timeIntervalSince1970 - MonotonicTime.seconds()
+        (processInfo, threadInfo) = StallMonitor.identity(of: inspector, redactArgv: options.redactArgv, unit: options.unit)
+        var host = [UInt8](repeating: 0, count: 256)
+        gethostname(&host, host.count - 1)
+        hostname = String(decoding: host.prefix { $0 != 0 }, as: UTF8.self)
+        summary = MonitorSummary(
+            pid: inspector.pid, name: inspector.name, watchedSeconds: 0,
+            reportDirectory: URL(fileURLWithPath: options.reportDirectory).standardizedFileURL.path)
+    }
+
+    /// The best loop-turn evidence the target and the kernel allow. A refused counter is not an
+    /// error unless the user asked for counters: the stack rule takes over, said once.
+    static func chooseLoopTurnEvidence(tid: Int32, mode: LoopTurnMode, hasLoopProbe: Bool) throws
+        -> (LoopTurnEvidence, LoopTurnCounter?, String?)
+    {
+        switch mode {
+        case .stackRule: return (.stackRule, nil, nil)
+        case .auto where hasLoopProbe: return (.loopProbe, nil, nil)
+        // Until the thread is first seen idle: see `countersAwaitIdle`.
+        case .auto: return (.stackRule, nil, nil)
+        case .kernelCounter:
+            do {
+                return (.kernelCounter, try LoopTurnCounter(tid: tid), nil)
+            } catch let unavailable as LoopTurnCounter.Unavailable {
+                if mode == .kernelCounter {
+                    throw StallAgentError.invalidArgument("--loop-turns kernel-counter: \(unavailable)")
+                }
+                return (.stackRule, nil, "kernel counters unavailable: \(unavailable); using the stack rule")
+            }
+        }
+    }
+
+    /// A busy episode the batch rule does not judge, half a threshold old: see `countersAwaitIdle`.
+    private func counterWanted() -> Bool {
+        guard let phase = detector.episodePhase, phase != .batch, let age = detector.episodeAge else { return false }
+        return age * 2 >= detector.configuration.threshold(for: phase)
+    }
+
+    /// From now on the kernel counts the loop's turns (see `countersAwaitIdle`); the turns the
+    /// stack rule counted so far stay in the total. A refusal is said once and the stack rule
+    /// stays; a thread that exited meanwhile is seen gone by the next probe.
+    private func openCountersNow() {
+        countersAwaitIdle = false
+        do {
+            let counter = try LoopTurnCounter(tid: inspector.pid)
+            guard let count = counter.read() else { return }
+            loopTurns = loopTurnCount
+            detector.useLoopTurnEvidence(.kernelCounter)
+            loopTurnEvidence = .kernelCounter
+            turnCounter = counter
+            lastTurnCount = count
+        } catch let unavailable as LoopTurnCounter.Unavailable {
+            loopTurnsNote = "kernel counters unavailable: \(unavailable); using the stack rule"
+            log("stallagent: loop turns: \(loopTurnsNote!)")
+        } catch {}
+    }
+
+    /// Seconds since the process started, from its start time in clock ticks since boot.
+    static func processAge(pid: Int32) -> Double? {
+        guard let statText = try? ProcFS.readText("/proc/\(pid)/stat", pid: pid),
+            let stat = ProcThreadStat.parse(statText),
+            let uptimeText = try? ProcFS.readText("/proc/uptime"),
+            let uptime = Double(uptimeText.split(separator: " ").first ?? "")
+        else { return nil }
+        return uptime - Double(stat.startTicks) / Double(sysconf(Int32(_SC_CLK_TCK)))
+    }
+
+    private var startTime = 0.0
+    private var nextModuleCheck = 0.0
+    /// True once the target exited or `stop` was called.
+    public private(set) var finished = false
+
+    /// Runs until the target exits, `options.duration` passes, or `StopRequest` is set.
+    public func run() -> MonitorSummary {
+        let start = MonotonicTime.seconds()
+        begin(at: start)
+        var pacer = ProbePacer(interval: options.probeInterval, start: start, seed: UInt64(inspector.pid))
+        while true {
+            let now = MonotonicTime.seconds()
+            if StopRequest.isRequested {
+                summary.stoppedBySignal = StopRequest.signal
+                stop(at: now)
+                break
+            }
+            if let duration = options.duration, now - start >= duration {
+                stop(at: now)
+                break
+            }
+            if !step(at: now) { break }
+            pacer.waitForNextRound()
+        }
+        return end()
+    }
+
+    /// The file stem of the report of the stall in progress, which retention must not delete.
+    public var openReportStem: String? {
+        guard let id = detector.currentStallID, let paths = reportPaths[id] else { return nil }
+        return ((paths.text as NSString).lastPathComponent as NSString).deletingPathExtension
+    }
+
+    /// For drivers that step several monitors (the command wrapper).
+    public func begin(at now: Double) {
+        startTime = now
+        nextModuleCheck = now + 1
+    }
+
+    /// One probe and, when due, one sample. Returns false once the target is gone.
+    @discardableResult
+    public func step(at now: Double) -> Bool {
+        guard !finished else { return false }
+        stillInHomeWait = false
+        var turned = false
+        if let counter = turnCounter, let count = counter.read() {
+            if let last = lastTurnCount, count != last {
+                turned = true
+                loopTurns &+= count &- last
+            }
+            lastTurnCount = count
+        }
+        let wasNested = inNestedWait
+        var observation = observe(at: now, turned: turned)
+        if let reader = loopProbe, let state = reader.read() {
+            observation = applyLoopProbe(state, to: observation)
+        }
+        // Entries into a nested wait (pg_sleep's WaitLatch) move the counter too: they are not
+        // turns of the loop.
+        handle(detector.observe(observation, loopTurned: turned && !wasNested && !inNestedWait))
+        if observation.activity == .idle, lastObservation?.activity != .idle { idleEntries &+= 1 }
+        if countersAwaitIdle, observation.activity == .idle || counterWanted() { openCountersNow() }
+        if !observation.activity.isBusy { ioHint = false }
+        // On for a whole busy episode (a thread that blocks now and then would otherwise turn
+        // it off and on every probe); batch processes are sampled by ptrace, as few as they are.
+        inspector.setPerfSampling(tid: inspector.pid, busy: detector.isInEpisode && detector.phase != .batch)
+        lastFedTime = observation.time
+        if let last = lastObservation, observation.time > last.time {
+            stateSeconds[last.activity, default: 0] += observation.time - last.time
+        }
+        lastObservation = (observation.time, observation.activity)
+        if observation.activity == .gone {
+            handle(detector.finish(at: now, targetGone: true))
+            summary.targetExited = true
+            finished = true
+            return false
+        }
+        if detector.wantsSample(at: now) {
+            // A shim that exec'd its program keeps its name (pyenv's `pytest` bash script
+            // becomes the `pytest` Python script): the executable says it. Checked before a
+            // sample, so the sample is read with the new program's modules.
+            if detector.phase == .batch, executableChanged() { noteExec(at: now) }
+            sample(at: now, activity: observation.activity)
+        }
+        if detector.isStalled { checkKillAfter(at: now) }
+        if now >= nextModuleCheck {
+            // exec or dlopen changes the maps; re-reading them costs ~100 µs, once a second.
+            // refreshModules itself notices an exec (a new executable, comm or mapping) and
+            // takes the new name and path. Another program: start afresh. The same program
+            // mapped anew (a daemon re-exec'ing itself; or, under load, a mapping first read
+            // mid-exec): its identity is read again, but a stall in progress is kept.
+            if (try? inspector.refreshModules()) == true {
+                if executableChanged()
+                    || (inspector.execCount != execCount
+                        && (inspector.name != processInfo.name || inspector.executablePath != processInfo.path))
+                {
+                    noteExec(at: now)
+                } else if inspector.execCount != execCount {
+                    execCount = inspector.execCount
+                    (processInfo, threadInfo) = StallMonitor.identity(of: inspector, redactArgv: options.redactArgv, unit: options.unit)
+                }
+            }
+            nextModuleCheck = now + 1
+        }
+        return true
+    }
+
+    /// The process replaced its program (exec, e.g. pyenv's `bash` shim starting python): name
+    /// it by what it runs now, forget what belonged to the old program (its modules, wait
+    /// sites, loop and runner frames), and start its watch afresh.
+    private func noteExec(at now: Double) {
+        handle(detector.noteExec(at: now))
+        let before = processInfo.name
+        inspector.reidentify()
+        execCount = inspector.execCount
+        (processInfo, threadInfo) = StallMonitor.identity(of: inspector, redactArgv: options.redactArgv, unit: options.unit)
+        summary.name = processInfo.name
+        if !options.quiet {
+            log(
+                "stallagent: \(before.terminalSafe) [\(inspector.pid)] exec'd \((processInfo.path ?? processInfo.name).terminalSafe); reports now name it \(processInfo.name.terminalSafe)"
+            )
+        }
+        frameCache.removeAll()
+        canonicalWaitSites.removeAll()
+        homeWaits = HomeWaitTracker()
+        lastWaitSite = nil
+        lastHomeWait = nil
+        lockWaitSites.removeAll()
+        learnedLoopSites.removeAll()
+        loopFrameUnion.removeAll()
+        detector.setLoopFrames([])
+        lastClassification = nil
+        busyFrameCache = nil
+        ioHint = false
+    }
+
+    private func executableChanged() -> Bool {
+        guard let path = try? ProcFS.readLink("/proc/\(inspector.pid)/exe", pid: inspector.pid) else { return false }
+        return path != inspector.executablePath
+    }
+
+    /// Name, path, build-id and command line as they are now (at start, and after an exec).
+    private static func identity(of inspector: ProcessInspector, redactArgv: Bool, unit: String?) -> (ReportProcessInfo, ReportThreadInfo) {
+        let commandLine = (try? ProcFS.readBytes("/proc/\(inspector.pid)/cmdline", pid: inspector.pid))
+            .map { $0.split(separator: 0).map { String(decoding: $0, as: UTF8.self) } }
+            .map { redactArgv ? ArgvRedactor.redact($0) : $0 }
+        let process = ReportProcessInfo(
+            pid: inspector.pid, name: inspector.name, path: inspector.executablePath,
+            buildId: inspector.mainModule?.image?.buildID, commandLine: commandLine, unit: unit)
+        let thread = ReportThreadInfo(tid: inspector.pid, name: inspector.threadName(inspector.pid) ?? inspector.name)
+        return (process, thread)
+    }
+
+    /// With the loop probe, episode edges are the loop's own: a busy episode ends at the first
+    /// idle wait since the last probe and the next begins when the last wait returned — exact
+    /// times, and loop turns shorter than the probe interval are not missed.
+    private func applyLoopProbe(_ state: LoopProbeReader.State, to observation: ThreadObservation) -> ThreadObservation {
+        defer { lastIterations = state.iterations }
+        if let last = lastIterations, state.iterations > last { loopTurns &+= state.iterations - last }
+        var result = observation
+        guard observation.activity != .gone, observation.activity != .stopped else { return result }
+        let previous = lastIterations ?? state.iterations
+        func feed(_ nanos: UInt64, _ activity: ThreadActivity) {
+            let time = Double(nanos) / 1e9
+            guard nanos > 0, time > lastFedTime, time < observation.time else { return }
+            handle(
+                detector.observe(
+                    ThreadObservation(time: time, activity: activity, cpuNanos: observation.cpuNanos, runQueueNanos: observation.runQueueNanos)))
+            lastFedTime = time
+        }
+        if state.iterations > previous, detector.isInEpisode,
+            state.iterations - previous <= UInt64(LoopProbeReader.ringSize)
+        {
+            feed(state.wait(number: previous + 1).waitNanos, .idle)
+        }
+        if state.inWait {
+            result.activity = .idle
+        } else {
+            if !detector.isInEpisode, state.iterations > 0 {
+                feed(state.wait(number: state.iterations).wokeNanos, result.activity.isBusy ? result.activity : .running)
+            }
+            // Just out of the wait, /proc can still show the idle call for an instant.
+            if result.activity == .idle { result.activity = .running }
+        }
+        return result
+    }
+
+    /// Ends the watch with the target still alive: an open stall is finalised.
+    public func stop(at now: Double) {
+        guard !finished else { return }
+        handle(detector.finish(at: now, targetGone: false))
+        finished = true
+    }
+
+    /// Detaches anything pending and fills in the summary's totals.
+    public func end() -> MonitorSummary {
+        inspector.capturer.reapPending(final: true)
+        // Final reports still waiting on debuginfod downloads: a short wait, not the whole
+        // deadline, so a hung server cannot hold up a wrapped command's exit for long.
+        DebuginfodFollowUp.drain(timeout: min(Debuginfod.shared.maxSeconds, 10))
+        summary.watchedSeconds = MonotonicTime.seconds() - startTime
+        summary.loopTurnEvidence = loopTurnEvidence
+        summary.loopTurns = loopTurnCount
+        summary.longestTurn = turnLengths.longest
+        summary.busySeconds = stateSeconds.filter { $0.key.isBusy }.values.reduce(0, +)
+        (summary.agentCPUSeconds, summary.peakResidentBytes) = AgentResourceUsage.cpuAndPeak()
+        return summary
+    }
+
+    /// An on-demand capture (0xbaaaaaad): where the main thread is right now, busy or not —
+    /// the evidence a timeout leaves behind. Says where the text report went and what the
+    /// thread was doing.
+    public func writeSnapshotReport(at now: Double) -> TimeoutSnapshot {
+        let (_, _, classification) = inspector.classify(tid: inspector.pid)
+        var sample: StackSample?
+        if let (_, stack) = try? inspector.captureStack(tid: inspector.pid, activity: classification.activity) {
+            let frames = inspector.symbolizer.symbolize(stack)
+            for frame in frames { frameCache[frame.address] = frame }
+            sample = StackSample(
+                time: now, activity: classification.activity,
+                frames: frames.map(StallMonitor.sampledFrame))
+        }
+        let snapshot = detector.captureSnapshot(at: now, idleSample: sample)
+        let report = StallReport(snapshot: snapshot, context: context(for: snapshot))
+        var path: String?
+        do {
+            path = try writer.write(report, folded: nil).text
+        } catch ReportWriteError.formatsFailed(let paths, let failures) {
+            path = paths.text
+            log("stallagent: warning: snapshot report written without \(failures.joined(separator: "; "))")
+        } catch {
+            log("stallagent: warning: could not write the snapshot report: \(error)")
+        }
+        return TimeoutSnapshot(
+            pid: inspector.pid, name: inspector.name, reportPath: path, topFunction: culprit(snapshot, report),
+            activity: classification.detail.isEmpty ? classification.activity.rawValue : classification.detail)
+    }
+
+    // MARK: Probing
+
+    private func observe(at now: Double, turned: Bool) -> ThreadObservation {
+        let syscall = probe.syscall()
+        let waitVerdict = syscall.flatMap { waitSiteVerdict($0, turned: turned) }
+        inNestedWait = waitVerdict == .nested
+        // The common case, an idle event loop, is decided by the syscall file alone: stat and
+        // schedstat add nothing (a stopped thread in epoll_wait is "no stall" either way), and
+        // skipping them halves the cost of an idle watch.
+        if waitVerdict == .home, !detector.isInEpisode {
+            return ThreadObservation(time: now, activity: .idle, cpuNanos: lastCPUNanos, runQueueNanos: lastRunQueueNanos)
+        }
+        guard let stat = probe.stat() else { return ThreadObservation(time: now, activity: .gone) }
+        if let last = lastComm, last != stat.name { noteExec(at: now) }
+        lastComm = stat.name
+        let sched = probe.schedstat()
+        var activity = classify(state: stat.state, syscall: syscall)
+        if activity == .idle, waitVerdict == .nested {
+            activity = lastWaitSite.map { lockWaitSites.contains($0) } == true ? .lockWait : .blockedCall
+        } else if activity == .blockedCall, let number = syscall?.syscallNumber,
+            StallMonitor.parkingSyscalls.contains(number)
+                || (options.childWaitsAreParking && StallMonitor.childWaitSyscalls.contains(number)),
+            !homeWaits.knowsLoop
+        {
+            activity = .idle
+        } else if activity == .running, ioHint {
+            activity = .ioWait
+        } else if activity == .blockedCall, let hint = lockHintSyscall, syscall == hint {
+            activity = .lockWait
+        }
+        if activity == .idle, !options.busyFramePatterns.isEmpty, let syscall, isBusyByFrame(syscall: syscall) {
+            activity = .blockedCall
+        }
+        if activity == .blockedCall, detector.phase == .batch, let number = syscall?.syscallNumber,
+            StallMonitor.childWaitSyscalls.contains(number)
+        {
+            // A batch parent waiting for its child (a shell running a test binary, make's
+            // recursion) is not stalled: the child is watched itself. The clock pauses as if
+            // stopped, and nothing is sampled.
+            activity = .stopped
+        }
+        resetEpisodeStatisticsIfNeeded()
+        lastCPUNanos = sched?.cpuNanos ?? lastCPUNanos
+        lastRunQueueNanos = sched?.runQueueNanos ?? lastRunQueueNanos
+        return ThreadObservation(
+            time: now, activity: activity, cpuNanos: lastCPUNanos, runQueueNanos: lastRunQueueNanos)
+    }
+
+    /// The thread's activity. A thread still in the very same call (identical /proc syscall
+    /// line and state) is not classified again: that would re-read its fd link and, with
+    /// --idle-frame, its stack on every probe while it waits.
+    private func classify(state: Character, syscall: ProcSyscallInfo?) -> ThreadActivity {
+        if let last = lastClassification, last.state == state, last.syscall == syscall, syscall != .running {
+            return last.activity
+        }
+        let inspector = self.inspector
+        var activity = classifier.classify(
+            state: state, syscall: syscall, fileKind: { fd in inspector.fileKind(fd) }
+        ).activity
+        if !options.idleFramePatterns.isEmpty, activity.isBusy, activity != .running, let syscall,
+            isIdleByFrame(syscall: syscall)
+        {
+            activity = .idle
+        }
+        lastClassification = (state, syscall, activity)
+        return activity
+    }
+
+    private func resetEpisodeStatisticsIfNeeded() {
+        // Read into plain locals first: comparing the detector's optional directly trips a
+        // Swift 6.3 release-mode optimizer crash (CopyPropagation ownership verification).
+        let startTime: Double? = detector.isInEpisode ? detector.episodeStartTime : nil
+        guard let startTime, startTime != (episodeStart ?? -1) else { return }
+        episodeStart = startTime
+        episodePauses.removeAll(keepingCapacity: true)
+        episodeWithStop = 0
+        episodeWithoutStop = 0
+        episodeFailed = 0
+    }
+
+    /// Home or nested, for a thread in one of the idle-set waits (nil for anything else).
+    private func waitSiteVerdict(_ syscall: ProcSyscallInfo, turned: Bool) -> HomeWaitTracker.Verdict? {
+        // Still asleep in the very same home wait (same call, SP and PC; no turn since): the
+        // verdict cannot have changed, and this is every probe of an idle watch.
+        if !turned, let last = lastHomeWait, last.syscall == syscall, let site = lastWaitSite, site == last.site {
+            stillInHomeWait = true
+            return .home
+        }
+        lastHomeWait = nil
+        let verdict = waitSiteVerdictUncached(syscall, turned: turned)
+        if verdict == .home, let site = lastWaitSite,
+            loopTurnEvidence != .stackRule || learnedLoopSites.contains(site)
+        {
+            lastHomeWait = (syscall, site)
+        }
+        return verdict
+    }
+
+    private var lastHomeWait: (syscall: ProcSyscallInfo, site: HomeWaitTracker.Site)?
+    /// This step found the thread in the same home wait as the last, with no turn between.
+    private var stillInHomeWait = false
+    private var waker: LoopWaker?
+    private var wakerRefused = false
+
+    /// Arms a wake-up for the moment the thread leaves its wait and returns the descriptor to
+    /// poll, when the last step found it settled there (same home wait twice, no turn counted,
+    /// no episode open) and the kernel offers the event; nil means keep probing. The thread may
+    /// have left between that step and the arming: the syscall file and the turn count are
+    /// read once more, armed, so a wait that ended in between is never slept through.
+    public func armWakeUp() -> Int32? {
+        guard stillInHomeWait, !finished, let counter = turnCounter, let home = lastHomeWait,
+            !detector.isInEpisode, !wakerRefused
+        else { return nil }
+        if waker == nil {
+            do {
+                waker = try LoopWaker(tid: inspector.pid)
+            } catch {
+                wakerRefused = true
+                return nil
+            }
+        }
+        guard let waker, waker.arm() else { return nil }
+        guard probe.syscall() == home.syscall, let count = counter.read(), count == lastTurnCount else {
+            waker.disarm()
+            return nil
+        }
+        return waker.fd
+    }
+
+    /// Disarms what `armWakeUp` armed; the next step probes as usual.
+    public func disarmWakeUp() { waker?.disarm() }
+
+    private func waitSiteVerdictUncached(_ syscall: ProcSyscallInfo, turned: Bool) -> HomeWaitTracker.Verdict? {
+        guard let number = syscall.syscallNumber, classifier.idleSyscalls.contains(number),
+            let sp = syscall.stackPointer, let pc = syscall.programCounter
+        else {
+            lastWaitSite = nil
+            return nil
+        }
+        let (site, freshStack) = waitSite(raw: HomeWaitTracker.Site(pc: pc, sp: sp), syscall: syscall)
+        let verdict = homeWaits.classify(site, newEntry: turned || lastWaitSite != site)
+        lastWaitSite = site
+        if verdict == .home, loopTurnEvidence == .stackRule, !learnedLoopSites.contains(site),
+            learnedLoopSites.count < 16, let stack = freshStack ?? stopFreeStack(syscall)
+        {
+            learnLoopFrames(site: site, stack: stack)
+        }
+        return verdict
+    }
+
+    /// A wait's site is its caller outside the wrapper's library (return address and stack
+    /// address of the first frame in another module), not the syscall instruction: glibc
+    /// reaches one `syscall` instruction at two stack depths (single- vs multi-threaded
+    /// cancellation path), and newer glibc adds frames of its own. Unwound once per raw
+    /// (pc, sp), without a stop; the raw pair is the site when the unwind fails. Returns the
+    /// stack too when it was unwound now, so the caller need not read it again.
+    private func waitSite(raw: HomeWaitTracker.Site, syscall: ProcSyscallInfo)
+        -> (site: HomeWaitTracker.Site, freshStack: UnwoundStack?)
+    {
+        if let known = canonicalWaitSites[raw] { return (known, nil) }
+        guard let stack = stopFreeStack(syscall) else { return (raw, nil) }
+        let frames = stack.frames
+        var site = raw
+        if frames.count >= 2 {
+            let wrapper = inspector.modules.module(containing: frames[0].address)?.start
+            let caller =
+                frames.dropFirst().first { inspector.modules.module(containing: $0.address)?.start != wrapper }
+                ?? frames[1]
+            site = HomeWaitTracker.Site(pc: caller.address, sp: caller.stackPointer)
+        }
+        if canonicalWaitSites.count > 4096 { canonicalWaitSites.removeAll() }
+        canonicalWaitSites[raw] = site
+        // A nested wait under a lock-waiting function (PostgreSQL's heavyweight locks sleep in
+        // ProcSleep → WaitLatch → epoll_wait) is a lock wait, not just a blocked call.
+        let names = stack.frames.enumerated().compactMap { index, frame -> String? in
+            let address = frame.lookupAddress(isInnermost: index == 0)
+            guard let module = inspector.modules.module(containing: address) else { return nil }
+            return inspector.symbolizer.symbols(for: module)?.functionName(module.moduleOffset(of: address))
+        }
+        if names.contains(where: { name in StallMonitor.lockWaitFrames.contains { GlobPattern.matches($0, name) } }) {
+            lockWaitSites.insert(site)
+        }
+        return (site, stack)
+    }
+
+    /// The stack rule's loop frames: the home wait's stack, once per home.
+    private func learnLoopFrames(site: HomeWaitTracker.Site, stack: UnwoundStack) {
+        learnedLoopSites.insert(site)
+        loopFrameUnion += inspector.symbolizer.symbolize(stack).map(StallMonitor.sampledFrame)
+        detector.setLoopFrames(loopFrameUnion)
+    }
+
+    /// The stack of a thread blocked in `syscall`, read without a stop (nil if it moved).
+    private func stopFreeStack(_ syscall: ProcSyscallInfo) -> UnwoundStack? {
+        inspector.stopFreeStack(tid: inspector.pid, syscall: syscall, probe: probe)
+    }
+
+    /// True when the blocked thread's stack has a function matching one of `patterns`.
+    private func stackMatches(_ syscall: ProcSyscallInfo, _ patterns: [String]) -> Bool {
+        guard let stack = stopFreeStack(syscall) else { return false }
+        return inspector.symbolizer.symbolize(stack).contains { frame in
+            guard let name = frame.function else { return false }
+            return patterns.contains { GlobPattern.matches($0, name) }
+        }
+    }
+
+    /// `--busy-frame`: a wait whose stack names one of these functions is work. Kept while the
+    /// thread stays in the same call, so the stack is read once per wait.
+    private func isBusyByFrame(syscall: ProcSyscallInfo) -> Bool {
+        if let cached = busyFrameCache, cached.syscall == syscall { return cached.busy }
+        let busy = stackMatches(syscall, options.busyFramePatterns)
+        busyFrameCache = (syscall, busy)
+        return busy
+    }
+
+    /// A blocked thread is idle if its stack shows one of the user's idle frames
+    /// (`classify` keeps the answer while the thread stays in the call).
+    private func isIdleByFrame(syscall: ProcSyscallInfo) -> Bool {
+        stackMatches(syscall, options.idleFramePatterns)
+    }
+
+    // MARK: Sampling
+
+    private func sample(at now: Double, activity: ThreadActivity) {
+        // No stop for a sample the kernel is about to take: asked again at the next probe.
+        if inspector.awaitsPerfSample(tid: inspector.pid, running: probe.lastSyscall == .running, cpuNanos: lastCPUNanos) {
+            return
+        }
+        summary.samples += 1
+        do {
+            let (snapshot, stack) = try inspector.captureStack(tid: inspector.pid, activity: activity, probe: probe)
+            if isBackInLoop(snapshot) {
+                // The loop went back to its wait between the probe and the capture: this stack
+                // is the loop's, not the work's, and must not name the stall.
+                handle(detector.record(StackSample(time: now, activity: .idle, frames: [])))
+                handle(detector.noteLoopTurn(at: now))
+                return
+            }
+            if let (number, firstArgument) = snapshot.interruptedSyscall {
+                ioHint = isFileIO(syscall: number, fd: firstArgument)
+            } else if snapshot.method == .ptraceStop {
+                ioHint = false
+            }
+            if snapshot.method == .ptraceStop {
+                episodeWithStop += 1
+                summary.capturesWithStop += 1
+                episodePauses.append(Double(snapshot.pauseNanos) / 1000)
+                pauseSecondsTotal += Double(snapshot.pauseNanos) / 1e9
+            } else {
+                episodeWithoutStop += 1
+                capturesWithoutStop += 1
+            }
+            var sampled: [SampledFrame] = []
+            if detector.episodePhase == .batch {
+                // Most batch samples never make a report: names from the symbol tables are
+                // enough to tell frames apart, and DWARF (libc's alone is ~29 MB and a good part
+                // of a short run's agent CPU) is read only when a report is written. The whole
+                // episode is named this way, so its frames keep their keys once it stalls.
+                sampled = namesOnly(stack)
+            } else {
+                let frames = inspector.symbolizer.symbolize(stack)
+                sampled.reserveCapacity(frames.count)
+                for frame in frames {
+                    if frameCache.count > 50_000 { frameCache.removeAll(keepingCapacity: true) }
+                    frameCache[frame.address] = frame
+                    sampled.append(StallMonitor.sampledFrame(frame))
+                }
+            }
+            lockHintSyscall = nil
+            if activity == .blockedCall || activity == .lockWait, let info = snapshot.syscall, info.syscallNumber == 202,
+                sampled.contains(where: { frame in
+                    StallMonitor.lockAcquireFrames.contains { GlobPattern.matches($0, frame.function) }
+                })
+            {
+                lockHintSyscall = info
+            }
+            handle(detector.record(StackSample(time: now, activity: activity, frames: sampled)))
+        } catch StallAgentError.alreadyTraced(_, let tracer) {
+            // strace, gdb or another agent holds the target: no stacks, but the stall is still
+            // timed from /proc. Said once per tracer, and in every report.
+            episodeFailed += 1
+            if tracedBy != tracer {
+                tracedBy = tracer
+                let name =
+                    (try? ProcFS.readText("/proc/\(tracer)/comm", pid: tracer))?
+                    .trimmingCharacters(in: .whitespacesAndNewlines) ?? "?"
+                samplingNote = "cannot sample: traced by PID \(tracer) (\(name))"
+                log("stallagent: \(inspector.name.terminalSafe) [\(inspector.pid)]: \(samplingNote!.terminalSafe); stalls are still timed from /proc")
+            }
+            handle(detector.record(StackSample(time: now, activity: activity, frames: [])))
+        } catch {
+            episodeFailed += 1
+            handle(detector.record(StackSample(time: now, activity: activity, frames: [])))
+        }
+    }
+
+    /// A stack's frames named from the symbol tables alone (see `sample`); the same names the
+    /// full symbolization gives, minus source lines and inlined frames.
+    private func namesOnly(_ stack: UnwoundStack) -> [SampledFrame] {
+        var frames: [SymbolizedFrame] = stack.frames.enumerated().map { index, frame in
+            let lookup = frame.lookupAddress(isInnermost: index == 0)
+            guard let module = inspector.modules.module(containing: lookup) else {
+                return SymbolizedFrame(
+                    index: index, address: frame.address, stackPointer: frame.stackPointer, module: nil, modulePath: nil,
+                    buildId: nil, moduleOffset: nil, function: nil, functionOffset: nil, approximate: false)
+            }
+            return SymbolizedFrame(
+                index: index, address: frame.address, stackPointer: frame.stackPointer, module: module.name,
+                modulePath: module.path, buildId: nil, moduleOffset: module.moduleOffset(of: frame.address),
+                function: inspector.symbolizer.symbols(for: module)?.functionName(module.moduleOffset(of: lookup)),
+                functionOffset: nil, approximate: false)
+        }
+        // A test runner in Python: the test's own function is a Python frame.
+        if let python = stack.python {
+            frames = PythonStackSplicer.splice(frames, python)
+            // Their file and line come with them at no cost: keep them for the report.
+            for frame in frames where frame.isPython {
+                if frameCache.count > 50_000 { frameCache.removeAll(keepingCapacity: true) }
+                frameCache[frame.address] = frame
+            }
+        }
+        return frames.map(StallMonitor.sampledFrame)
+    }
+
+    private func isBackInLoop(_ snapshot: ThreadSnapshot) -> Bool {
+        var raw: HomeWaitTracker.Site?
+        if let (number, _) = snapshot.interruptedSyscall, classifier.idleSyscalls.contains(number) {
+            raw = HomeWaitTracker.Site(pc: snapshot.registers.pc, sp: snapshot.registers.sp)
+        } else if let info = snapshot.syscall, let number = info.syscallNumber, classifier.idleSyscalls.contains(number),
+            let sp = info.stackPointer, let pc = info.programCounter
+        {
+            raw = HomeWaitTracker.Site(pc: pc, sp: sp)
+        }
+        guard let raw else { return false }
+        // Only sites already seen from /proc have a known caller; an unknown one is not home.
+        return canonicalWaitSites[raw].map { homeWaits.homes.contains($0) } ?? false
+    }
+
+    private func isFileIO(syscall number: Int, fd: UInt64) -> Bool {
+        if ThreadStateClassifier.fsyncLike.contains(number) { return true }
+        guard ThreadStateClassifier.fileIO.contains(number), fd < 1 << 31 else { return false }
+        return inspector.fileKind(Int(fd))?.hasPrefix("/") ?? false
+    }
+
+    /// What detection keeps of a frame; an unnamed frame is "module+0xOFFSET".
+    static func sampledFrame(_ frame: SymbolizedFrame) -> SampledFrame {
+        if frame.isPython {
+            return SampledFrame(
+                function: frame.function ?? "?", module: frame.module ?? SymbolizedFrame.pythonModule,
+                address: frame.address, cfa: frame.stackPointer, language: frame.language)
+        }
+        // A nearest-symbol guess keeps its mark in call trees, folded stacks and summaries.
+        return SampledFrame(
+            function: frame.function.map { frame.approximate ? $0 + " (approximate)" : $0 }
+                ?? "\(frame.module ?? "?")+0x\(String(frame.moduleOffset ?? frame.address, radix: 16))",
+            module: frame.module ?? "?", address: frame.address, cfa: frame.stackPointer)
+    }
+
+    private func resolve(_ frame: SampledFrame, index: Int) -> SymbolizedFrame {
+        if inspector.symbolizer.refreshAfterDownloads() { frameCache = [:] }
+        // A Python frame's address is a bytecode instruction's: never a native symbol's.
+        var cached = frameCache[frame.address]
+        if let known = cached, known.isPython != frame.isInterpreted { cached = nil }
+        if cached == nil, frame.isInterpreted {
+            cached = SymbolizedFrame(
+                index: index, address: frame.address, stackPointer: frame.cfa, module: frame.module, modulePath: nil,
+                buildId: nil, moduleOffset: nil, function: frame.function, functionOffset: nil, approximate: false,
+                language: frame.language)
+        }
+        var symbolized =
+            cached
+            ?? inspector.symbolizer.symbolize(
+                UnwoundFrame(address: frame.address, stackPointer: frame.cfa, isSignalFrame: false), index: index)
+        symbolized.index = index
+        symbolized.stackPointer = frame.cfa
+        return symbolized
+    }
+
+    // MARK: Events → reports
+
+    private func handle(_ events: [DetectorEvent]) {
+        for event in events {
+            switch event {
+            case .stallStarted(let snapshot):
+                let decision = fingerprints.record(
+                    snapshot.fingerprint, wallTime: Date().timeIntervalSince1970,
+                    minimumInterval: options.minimumReportInterval)
+                decisions[snapshot.id] = decision
+                refreshLockOwner(for: snapshot)
+                let report = write(snapshot)
+                if let stallEvents {
+                    stallEvents(
+                        .detected(
+                            report: report, reportPath: decision.shouldWriteReport ? reportPaths[snapshot.id]?.text : nil,
+                            message:
+                                "stall #\(snapshot.id) in \(inspector.name)[\(inspector.pid)] detected: main thread \(describe(snapshot, report)) for \(Format.seconds(snapshot.duration)) so far"
+                                + (decision.shouldWriteReport ? "" : " (seen before: \(decision.occurrence)×)")))
+                } else if !options.quiet {
+                    log(
+                        "stallagent: stall #\(snapshot.id) in \(inspector.name.terminalSafe)[\(inspector.pid)] detected: main thread \(describe(snapshot, report)) for \(Format.seconds(snapshot.duration)) so far"
+                            + (decision.shouldWriteReport ? "" : " (seen before: \(decision.occurrence)×)"))
+                }
+            case .stallUpdated(let snapshot):
+                refreshLockOwner(for: snapshot)
+                write(snapshot)
+            case .stallEnded(let snapshot):
+                record(snapshot, write(snapshot))
+            case .episodeEnded(let episode):
+                turnLengths.add(episode.duration)
+                if pendingTurnLengths.count < 4096 { pendingTurnLengths.append(episode.duration) }
+            case .launchPhaseEnded:
+                break
+            }
+        }
+    }
+
+    private func describe(_ snapshot: StallSnapshot, _ report: StallReport?) -> String {
+        let reason = snapshot.deadlock ? StallReason.deadlock : snapshot.causeReason
+        return "\(reason.hexCode) \(reason.name) in \(culprit(snapshot, report))"
+    }
+
+    /// The frame a person should look at: the stall frame moved out of libc and the loader.
+    private func culprit(_ snapshot: StallSnapshot, _ report: StallReport?) -> String {
+        report?.culpritFrame?.function ?? snapshot.heaviestStack?.topFunction ?? "?"
+    }
+
+    /// While the main thread waits on a lock, find the owner chain (and a deadlock) and the
+    /// owner's stack. Kept per stall: when the stall ends the lock is no longer awaited.
+    private func refreshLockOwner(for snapshot: StallSnapshot) {
+        guard let chain = LockChainResolver(inspector: inspector).resolve(from: inspector.pid) else { return }
+        let ownerTid = chain.tids[1]
+        let (_, _, ownerState) = inspector.classify(tid: ownerTid)
+        var frames: [SymbolizedFrame] = []
+        if let (_, stack) = try? inspector.captureStack(tid: ownerTid, activity: ownerState.activity) {
+            frames = inspector.symbolizer.symbolize(stack)
+        }
+        lockOwners[snapshot.id] = ReportLockOwner(
+            tid: ownerTid, name: inspector.threadName(ownerTid), detail: ownerState.detail, frames: frames,
+            waitChain: chain.tids, deadlock: chain.deadlock)
+        if chain.deadlock && !snapshot.deadlock {
+            handle(detector.setDeadlock(true, at: MonotonicTime.seconds()))
+        }
+    }
+
+    private func context(for snapshot: StallSnapshot) -> StallReportContext {
+        let pauses = Percentiles(episodePauses)
+        let images = inspector.modules.modules.map {
+            ReportBinaryImage(
+                start: $0.start, end: $0.end, name: $0.name, path: $0.path, buildId: $0.image?.buildID,
+                unavailable: $0.unavailable?.rawValue)
+        }
+        return StallReportContext(
+            process: processInfo, thread: threadInfo, wallClockOffset: wallClockOffset,
+            resolveFrame: { [unowned self] frame, index in self.resolve(frame, index: index) },
+            binaryImages: images, lockOwner: lockOwners[snapshot.id],
+            agent: ReportAgentStats(
+                samples: snapshot.sampleCount, capturesWithStop: episodeWithStop, capturesWithoutStop: episodeWithoutStop,
+                failedCaptures: episodeFailed, pauseP50Micros: pauses.p50, pauseP99Micros: pauses.p99,
+                pauseTotalMicros: pauses.total, probeIntervalSeconds: options.probeInterval),
+            termination: terminations[snapshot.id], occurrence: decisions[snapshot.id]?.occurrence ?? 1,
+            hostname: hostname, loopTurnsNote: loopTurnsNote, samplingNote: samplingNote)
+    }
+
+    @discardableResult
+    private func write(_ snapshot: StallSnapshot) -> StallReport {
+        let report = StallReport(snapshot: snapshot, context: context(for: snapshot))
+        guard decisions[snapshot.id]?.shouldWriteReport ?? true else { return report }
+        let folded =
+            options.writeFolded
+            ? FoldedStackRenderer.render(snapshot, resolve: { $0.function }) : nil
+        do {
+            let paths = try writer.write(report, folded: folded)
+            reportPaths[snapshot.id] = paths
+            if !snapshot.ongoing {
+                DebuginfodFollowUp.symbolicateWhenFetched(
+                    report, jsonPath: paths.json, debugDirectories: options.debugDirectories)
+            }
+            if firstWritten[snapshot.id] == nil { firstWritten[snapshot.id] = MonotonicTime.seconds() }
+        } catch ReportWriteError.formatsFailed(let paths, let failures) {
+            reportPaths[snapshot.id] = paths
+            if firstWritten[snapshot.id] == nil { firstWritten[snapshot.id] = MonotonicTime.seconds() }
+            log("stallagent: warning: stall #\(snapshot.id): report written without \(failures.joined(separator: "; "))")
+        } catch {
+            // A full disk must not stop the watch: warn, keep monitoring, try again next update.
+            log("stallagent: warning: could not write the report for stall #\(snapshot.id): \(error)")
+        }
+        return report
+    }
+
+    private func record(_ snapshot: StallSnapshot, _ report: StallReport) {
+        let path = (decisions[snapshot.id]?.shouldWriteReport ?? true) ? reportPaths[snapshot.id]?.text : nil
+        if stallEvents == nil, !options.quiet { log(StallSummaryLine.render(report, reportPath: path)) }
+        let stall = MonitorSummary.Stall(
+            id: snapshot.id, reason: snapshot.deadlock ? .deadlock : snapshot.reason, phase: snapshot.phase,
+            duration: snapshot.duration, startMonotonic: snapshot.startTime, endMonotonic: snapshot.endTime,
+            topFunction: culprit(snapshot, report),
+            heaviestFunctions: snapshot.heaviestStack?.frames.map(\.function) ?? [],
+            deadlock: snapshot.deadlock, lockOwnerName: lockOwners[snapshot.id]?.name,
+            firstWrittenMonotonic: firstWritten[snapshot.id],
+            reportPath: path, occurrence: decisions[snapshot.id]?.occurrence ?? 1,
+            terminated: terminations[snapshot.id] != nil)
+        summary.record(stall)
+        stallEvents?(.ended(stall: stall, report: report, message: StallSummaryLine.render(report, reportPath: path)))
+        // The stall is over: nothing per stall stays behind (a watch of months sees millions).
+        decisions[snapshot.id] = nil
+        reportPaths[snapshot.id] = nil
+        firstWritten[snapshot.id] = nil
+        terminations[snapshot.id] = nil
+        writer.finished(pid: inspector.pid, id: snapshot.id)
+        lockOwners[snapshot.id] = nil
+    }
+
+    // MARK: --kill-after
+
+    private func checkKillAfter(at now: Double) {
+        guard let limit = options.killAfter, let id = detector.currentStallID, let age = detector.episodeAge,
+            age >= limit
+        else { return }
+        if kill == nil || kill?.stallID != id {
+            log("stallagent: stall #\(id) has lasted \(Format.seconds(age)) (--kill-after \(Format.seconds(limit))): sending SIGABRT to \(inspector.pid)")
+            terminations[id] = String(format: "terminated by stallagent with SIGABRT after %.2f s (--kill-after)", age)
+            Glibc.kill(inspector.pid, SIGABRT)
+            kill = (id, now, false)
+        } else if let state = kill, !state.killed, now - state.abortSentAt >= options.killGrace {
+            log("stallagent: \(inspector.pid) still alive \(Format.seconds(options.killGrace)) after SIGABRT: sending SIGKILL")
+            terminations[id] = String(format: "terminated by stallagent with SIGKILL after %.2f s (SIGABRT ignored for %.1f s)", age, options.killGrace)
+            Glibc.kill(inspector.pid, SIGKILL)
+            kill?.killed = true
+        }
+    }
+}

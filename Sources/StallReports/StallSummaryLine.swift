@@ -1,0 +1,27 @@
+import StallDetection
+
+/// One line per report for stderr and the journal, e.g.
+/// `stall #3 0xdead10cc lock 1.21 s in lock_contention (stall-fixtures[1234], loop) → /path/report.txt`.
+public enum StallSummaryLine {
+    public static func render(_ r: StallReport, reportPath: String?) -> String {
+        var reason = "\(r.reason.hexCode) \(r.reason.name)"
+        if r.cause != r.reason && r.cause != .snapshot { reason += " (\(r.cause.name))" }
+        var text = "\(r.kind) #\(r.id) \(reason) \(ReportNumber.duration(r.durationSeconds))" + (r.ongoing ? "+" : "")
+        if let frame = r.culpritFrame {
+            // A guessed name says so here too: this line is often all a reader sees.
+            text += " in " + (frame.function.map { frame.approximate ? "\($0) (approximate)" : $0 } ?? frame.displayName)
+        }
+        var notes = ["\(r.process.name)[\(r.process.pid)]", r.phase]
+        if r.ongoing { notes.append("ongoing") }
+        if r.termination != nil { notes.append("terminated") }
+        switch r.ending.flatMap(StallEnding.init(rawValue:)) {
+        case .targetDied?: notes.append("died")
+        case .monitoringStopped?: notes.append("monitoring stopped")
+        case .returnedToIdle?, nil: break
+        }
+        if r.occurrence > 1 { notes.append("seen \(r.occurrence)×") }
+        text += " (\(notes.joined(separator: ", ")))"
+        if let reportPath { text += " → \(reportPath)" }
+        return TerminalSanitizer.line(text)
+    }
+}
