@@ -417,7 +417,7 @@ public final class HostAgent {
     private func emit(_ event: StallMonitorEvent, slot: Slot, monitor: StallMonitor, text: String) {
         if let journal {
             do {
-                try journal.send(StallJournalEntry.fields(for: event, target: slot.spec, processName: monitor.inspector.name))
+                try journal.send(StallJournalEntry.fields(for: event, target: (slot.spec.label, slot.spec.unitName), processName: monitor.inspector.name))
                 return
             } catch {
                 log("stallagent: warning: journal entry not sent (\(error)); logging it as text")

@@ -14,7 +14,11 @@ public enum StallJournalEntry {
     /// A stall ended (back to idle, process died, or watch stopped); MESSAGE is its summary.
     public static let endedMessageID = "f76371fe2bd14f919cdafde10b128a9b"
 
-    public static func fields(for event: StallMonitorEvent, target: TargetSpec?, processName: String) -> [(String, String)] {
+    /// `target`: the watched target's label (`TargetSpec.label`) and its unit, if it is one;
+    /// plain values, so the journal's format does not depend on how targets are configured.
+    public static func fields(
+        for event: StallMonitorEvent, target: (label: String, unit: String?)?, processName: String
+    ) -> [(String, String)] {
         let report: StallReport
         let message: String
         let messageID: String
@@ -51,7 +55,7 @@ public enum StallJournalEntry {
         ]
         if let target {
             fields.append(("STALLAGENT_TARGET", target.label))
-            if let unit = target.unitName { fields.append(("STALLAGENT_UNIT", unit)) }
+            if let unit = target.unit { fields.append(("STALLAGENT_UNIT", unit)) }
         }
         if let frame = report.culpritFrame { fields.append(("STALLAGENT_FUNCTION", frame.function ?? frame.displayName)) }
         // journald attaches the target's unit and cgroup metadata to the entry for this pid,
