@@ -9,6 +9,8 @@ public struct PythonFrameChain: Sendable {
         public var instruction: UInt64
         public var owner: UInt8
         public var isEntry: Bool
+        /// `localsplus[0]`, copied with the rest: see `PythonFrame.callerSlot`.
+        public var firstLocal: UInt64 = 0
     }
 
     /// Innermost first.
@@ -33,6 +35,12 @@ public struct PythonFrame: Sendable, Equatable {
     public var instruction: UInt64
     /// The `_PyInterpreterFrame`'s address: the Python frame's "cfa".
     public var frameAddress: UInt64
+    /// The first local slot of the Python frame that called this one (0 for the outermost).
+    /// A caller's slots cannot change while its callee runs, so this is fixed for the life of
+    /// the activation, yet differs between two calls made from the same place at the same
+    /// depth — pytest calling one parametrized test function once per parameter set, with the
+    /// item as its caller's first argument — which the frame's address alone does not tell apart.
+    public var callerSlot: UInt64 = 0
 }
 
 /// The Python frames of one capture, grouped by the `_PyEval_EvalFrameDefault` activation that

@@ -170,7 +170,8 @@ public final class PythonFrameReader {
                     address: address, code: PythonMemory.word(block, layout.frameCode),
                     instruction: PythonMemory.word(block, layout.frameInstruction),
                     owner: block[Int(layout.frameOwner)],
-                    isEntry: layout.frameIsEntry.map { block[Int($0)] != 0 } ?? false))
+                    isEntry: layout.frameIsEntry.map { block[Int($0)] != 0 } ?? false,
+                    firstLocal: PythonMemory.word(block, layout.frameFirstLocal)))
             address = PythonMemory.word(block, layout.framePrevious)
         }
         return PythonFrameChain(frames: frames, note: note)
@@ -201,8 +202,11 @@ public final class PythonFrameReader {
         var activations: [[PythonFrame]] = [[]]
         var note = chain.note
         guard let layout else { return PythonStack(activations: [], note: unsupportedNote, version: version) }
-        for raw in chain.frames {
-            if layout.frameIsEntry == nil, raw.owner == PythonLayout.ownedByCStack {
+        func isShim(_ raw: PythonFrameChain.Raw) -> Bool {
+            layout.frameIsEntry == nil && raw.owner == PythonLayout.ownedByCStack
+        }
+        for (index, raw) in chain.frames.enumerated() {
+            if isShim(raw) {
                 // The entry shim of a `_PyEval_EvalFrameDefault` activation: the frames after it
                 // belong to the next (outer) activation.
                 activations.append([])
@@ -216,10 +220,14 @@ public final class PythonFrameReader {
             let start = raw.code &+ layout.codeAdaptive
             let unit = raw.instruction >= start ? Int(clamping: (raw.instruction - start) / 2) : -1
             let line = PythonLineTable.line(for: unit, table: code.table, firstLine: code.frame.firstLine)
+            // The caller is the next frame outwards that is a Python function (an entry shim
+            // lives on the C stack and has no locals of its own).
+            let caller = chain.frames[(index + 1)...].first { !isShim($0) }
             activations[activations.count - 1].append(
                 PythonFrame(
                     name: code.frame.name, qualifiedName: code.frame.qualifiedName, file: code.frame.file, line: line,
-                    firstLine: code.frame.firstLine, instruction: raw.instruction, frameAddress: raw.address))
+                    firstLine: code.frame.firstLine, instruction: raw.instruction, frameAddress: raw.address,
+                    callerSlot: caller?.firstLocal ?? 0))
             if raw.isEntry { activations.append([]) }
         }
         while activations.last?.isEmpty == true { activations.removeLast() }

@@ -27,6 +27,9 @@ public struct PythonLayout: Sendable, Equatable {
     /// 3.11 only: the flag marking the first frame of a `_PyEval_EvalFrameDefault` activation.
     /// 3.12+ put a shim frame owned by the C stack there instead.
     var frameIsEntry: UInt64?
+    /// `localsplus[0]`: the frame's first local (or, with no locals, its value stack's bottom).
+    /// The same offset in 3.11–3.13; 3.13 also states it in its debug offsets.
+    var frameFirstLocal: UInt64 = 72
     /// 3.11/3.12 keep the last executed instruction (`prev_instr`), 3.13 the current one
     /// (`instr_ptr`); both give the line the same way.
     var instructionIsPrevious: Bool
@@ -51,7 +54,7 @@ public struct PythonLayout: Sendable, Equatable {
 
     /// Bytes of a `_PyInterpreterFrame` read per frame (covers every field used above).
     var frameReadSize: Int {
-        Int([framePrevious, frameCode, frameInstruction, frameOwner, frameIsEntry ?? 0].max()! + 8)
+        Int([framePrevious, frameCode, frameInstruction, frameOwner, frameIsEntry ?? 0, frameFirstLocal].max()! + 8)
     }
 
     public var version: String { "\(major).\(minor)" }
@@ -95,7 +98,7 @@ public struct PythonLayout: Sendable, Equatable {
             major: 3, minor: 13, runtimeInterpretersHead: word(40), interpreterThreadsHead: word(72),
             threadNext: word(168), threadNativeID: word(200), threadFrame: word(184), cframeCurrentFrame: nil,
             framePrevious: word(232), frameCode: word(240), frameInstruction: word(248), frameOwner: word(264),
-            frameIsEntry: nil, instructionIsPrevious: false, codeFilename: word(280), codeName: word(288),
+            frameIsEntry: nil, frameFirstLocal: word(256), instructionIsPrevious: false, codeFilename: word(280), codeName: word(288),
             codeQualname: word(296), codeLinetable: word(304), codeFirstLineNumber: word(312),
             codeAdaptive: word(344), objectType: word(360), unicodeState: word(544), unicodeLength: word(552),
             asciiObjectSize: word(560), compactObjectSize: word(560) + 16, bytesSize: word(520), bytesData: word(528))
@@ -106,7 +109,9 @@ public struct PythonLayout: Sendable, Equatable {
             sizes.code < 1 << 12, layout.runtimeInterpretersHead < sizes.runtime,
             layout.interpreterThreadsHead < sizes.interpreter,
             [layout.threadNext, layout.threadNativeID, layout.threadFrame].allSatisfy({ $0 < sizes.thread }),
-            [layout.framePrevious, layout.frameCode, layout.frameInstruction, layout.frameOwner].allSatisfy({ $0 < sizes.frame }),
+            [layout.framePrevious, layout.frameCode, layout.frameInstruction, layout.frameOwner, layout.frameFirstLocal].allSatisfy({
+                $0 < sizes.frame
+            }),
             [
                 layout.codeFilename, layout.codeName, layout.codeQualname, layout.codeLinetable, layout.codeFirstLineNumber,
                 layout.codeAdaptive,
