@@ -68,13 +68,17 @@ public final class StallMonitor {
     // Loop turns (DESIGN.md §2): the evidence in use, and why it is not a better one.
     public private(set) var loopTurnEvidence: LoopTurnEvidence
     /// `--loop-turns auto` without a loop probe: the kernel counters are opened when the thread
-    /// is first seen idle, or when a busy episode outside the batch rule is half a threshold
-    /// old (a loop saturated from the start is never seen idle, and the stack rule knows no
-    /// loop frames yet); the stack rule decides until then. The counters put every system call
-    /// of the thread on the kernel's slow tracing path, and a process that never waits in a
-    /// loop (a test runner, a compiler under `make`) gets nothing from them: wrapped pytest ran
-    /// 1.38× slower with them, 1.07× without.
+    /// is first seen idle in a loop's wait (`LoopTurnCounter.tracepointNames`), counting that
+    /// wait alone, or when a busy episode outside the batch rule is half a threshold old,
+    /// counting every wait (a loop saturated from the start is never seen idle, and the stack
+    /// rule knows no loop frames yet); the stack rule decides until then. Counters cost the
+    /// thread at every context switch, and a process that never waits in a loop (a test
+    /// runner, a shell in wait4, a compiler under `make`) gets nothing from them: wrapped
+    /// pytest ran 1.38× slower with them, 1.07× without. A wait the loop is seen idle in later
+    /// is added to the counted set (`LoopTurnCounter.count(wait:)`).
     private var countersAwaitIdle = false
+    /// The syscall file as the latest probe read it.
+    private var probedSyscall: ProcSyscallInfo?
     public private(set) var loopTurnsNote: String?
     private var turnCounter: LoopTurnCounter?
     private var lastTurnCount: UInt64?
@@ -194,6 +198,11 @@ public final class StallMonitor {
         }
     }
 
+    /// The waits the loop-turn counters can count, by syscall number.
+    static let loopWaits: [Int: String] = Dictionary(
+        LoopTurnCounter.tracepointNames.compactMap { name in ProcSyscallInfo.number(ofSyscall: name).map { ($0, name) } },
+        uniquingKeysWith: { a, _ in a })
+
     /// A busy episode the batch rule does not judge, half a threshold old: see `countersAwaitIdle`.
     private func counterWanted() -> Bool {
         guard let phase = detector.episodePhase, phase != .batch, let age = detector.episodeAge else { return false }
@@ -203,10 +212,10 @@ public final class StallMonitor {
     /// From now on the kernel counts the loop's turns (see `countersAwaitIdle`); the turns the
     /// stack rule counted so far stay in the total. A refusal is said once and the stack rule
     /// stays; a thread that exited meanwhile is seen gone by the next probe.
-    private func openCountersNow() {
+    private func openCountersNow(waits: Set<String>?) {
         countersAwaitIdle = false
         do {
-            let counter = try LoopTurnCounter(tid: inspector.pid)
+            let counter = try LoopTurnCounter(tid: inspector.pid, waits: waits)
             guard let count = counter.read() else { return }
             loopTurns = loopTurnCount
             detector.useLoopTurnEvidence(.kernelCounter)
@@ -290,7 +299,18 @@ public final class StallMonitor {
         // turns of the loop.
         handle(detector.observe(observation, loopTurned: turned && !wasNested && !inNestedWait))
         if observation.activity == .idle, lastObservation?.activity != .idle { idleEntries &+= 1 }
-        if countersAwaitIdle, observation.activity == .idle || counterWanted() { openCountersNow() }
+        let loopWait =
+            observation.activity == .idle && (countersAwaitIdle || turnCounter != nil)
+            ? probedSyscall?.syscallNumber.flatMap { Self.loopWaits[$0] } : nil
+        if countersAwaitIdle {
+            if let loopWait {
+                openCountersNow(waits: [loopWait])
+            } else if counterWanted() {
+                openCountersNow(waits: nil)
+            }
+        } else if let loopWait, let counter = turnCounter {
+            counter.count(wait: loopWait)
+        }
         if !observation.activity.isBusy { ioHint = false }
         // On for a whole busy episode (a thread that blocks now and then would otherwise turn
         // it off and on every probe); batch processes are sampled by ptrace, as few as they are.
@@ -471,6 +491,7 @@ public final class StallMonitor {
 
     private func observe(at now: Double, turned: Bool) -> ThreadObservation {
         let syscall = probe.syscall()
+        probedSyscall = syscall
         let waitVerdict = syscall.flatMap { waitSiteVerdict($0, turned: turned) }
         inNestedWait = waitVerdict == .nested
         // The common case, an idle event loop, is decided by the syscall file alone: stat and

@@ -22,7 +22,13 @@ import Glibc
 
     static let modes: [LoopTurnMode] = [.auto, .stackRule]
 
-    func watch(pid: Int32, duration: Double, mode: LoopTurnMode, configure: (inout MonitorOptions) -> Void = { _ in })
+    /// `waitsInALoop`: the thread idles in a loop's wait (epoll_wait) or stays busy past half a
+    /// threshold, so `auto` ends up on the kernel counters; a thread only ever idle elsewhere
+    /// (sigsuspend) keeps the stack rule.
+    func watch(
+        pid: Int32, duration: Double, mode: LoopTurnMode, waitsInALoop: Bool = true,
+        configure: (inout MonitorOptions) -> Void = { _ in }
+    )
         throws -> (MonitorSummary, String)
     {
         var options = MonitorOptions()
@@ -37,7 +43,7 @@ import Glibc
         // auto: the stack rule until the loop is first seen idle, then the kernel's counters.
         #expect(monitor.loopTurnEvidence == .stackRule)
         let summary = monitor.run()
-        if mode == .stackRule {
+        if mode == .stackRule || !waitsInALoop {
             #expect(summary.loopTurnEvidence == .stackRule)
         } else if geteuid() == 0 {
             #expect(summary.loopTurnEvidence == .kernelCounter, "\(monitor.loopTurnsNote ?? "")")
@@ -135,7 +141,7 @@ import Glibc
     /// that is their idle, not one endless blocked call.
     @Test func aProcessParkedInSigsuspendIsIdle() throws {
         let fixture = try FixtureProcess(["park"])
-        let (summary, reportDir) = try watch(pid: fixture.pid, duration: 2.5, mode: .auto) {
+        let (summary, reportDir) = try watch(pid: fixture.pid, duration: 2.5, mode: .auto, waitsInALoop: false) {
             $0.threshold = 0.5
             $0.launchThreshold = 0.5
         }
