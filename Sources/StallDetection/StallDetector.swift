@@ -264,7 +264,7 @@ public struct StallDetector: Sendable {
             current.firstSampleTime = current.firstSampleTime ?? sample.time
             current.lastSampleTime = sample.time
             current.heaviest.add(sample)
-            current.stallFrame.add(sample.frames)
+            current.stallFrame.add(sample.frames, at: sample.time)
             ring.append(sample)
         }
         episode = current
@@ -456,7 +456,11 @@ public struct StallDetector: Sendable {
 
     private mutating func startEpisode(at time: Double) {
         ring.removeAll()
-        episode = Episode(phase: phase, startTime: time)
+        var started = Episode(phase: phase, startTime: time)
+        // A quarter of the threshold, at most 250 ms: the time a loop takes from leaving its
+        // wait to calling the handler (see StallFrameTracker), even on a loaded machine.
+        started.stallFrame = StallFrameTracker(start: time, entryGrace: min(0.25, configuration.threshold(for: phase) / 4))
+        episode = started
     }
 
     /// Attributes the interval between two probes to the episode.

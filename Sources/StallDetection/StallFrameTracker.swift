@@ -6,6 +6,12 @@
 /// Kept incrementally as the intersection of every sample's frame set, so it covers the whole
 /// episode even after the ring has dropped its first samples; a frame that vanished once can
 /// never come back into the intersection, which is exactly the "present in every sample" rule.
+///
+/// One exception, at the start: a loop leaves its wait a little before it calls the handler
+/// that stalls (reading the socket, picking the callback), and a sample taken in between —
+/// likelier on a loaded machine — would rule the handler out and leave the loop's dispatch
+/// function as the stall frame. So a frame that first appears within `entryGrace` of the
+/// episode's start and is in every sample from then on counts as present throughout.
 public struct StallFrameTracker: Sendable {
     /// What identifies an activation.
     public struct Key: Hashable, Sendable {
@@ -24,26 +30,39 @@ public struct StallFrameTracker: Sendable {
 
     /// nil until the first sample; then the keys common to every sample so far.
     private var common: Set<Key>?
+    /// Keys that appeared within the grace and are in every sample since (not in `common`).
+    private var entered: Set<Key> = []
+    private let start: Double
+    private let entryGrace: Double
     /// The latest sample's frames, to order the common keys innermost-first and to report the
     /// frame's current details (its address can differ between samples for frame 0).
     private var latestFrames: [SampledFrame] = []
     public private(set) var sampleCount = 0
 
-    public init() {}
+    /// `start`: when the episode began; `entryGrace`: how late after it a frame may first
+    /// appear and still count as present throughout (0: the strict rule).
+    public init(start: Double = 0, entryGrace: Double = 0) {
+        self.start = start
+        self.entryGrace = entryGrace
+    }
 
-    /// Adds a sample's stack (innermost first); empty stacks (failed unwinds) are ignored so one
-    /// bad capture cannot erase the stall frame.
-    public mutating func add(_ frames: [SampledFrame]) {
+    /// Adds a sample's stack (innermost first) taken at `time`; empty stacks (failed unwinds)
+    /// are ignored so one bad capture cannot erase the stall frame.
+    public mutating func add(_ frames: [SampledFrame], at time: Double? = nil) {
         guard !frames.isEmpty else { return }
         sampleCount += 1
         latestFrames = frames
-        if var keys = common {
-            if !keys.isEmpty {
-                keys.formIntersection(frames.lazy.map(Key.init))
+        let keys = Set(frames.lazy.map(Key.init))
+        if var shared = common {
+            let before = shared
+            if !shared.isEmpty { shared.formIntersection(keys) }
+            common = shared
+            entered.formIntersection(keys)
+            if entryGrace > 0, let time, time - start <= entryGrace {
+                entered.formUnion(keys.subtracting(before))
             }
-            common = keys
         } else {
-            common = Set(frames.map(Key.init))
+            common = keys
         }
     }
 
@@ -52,13 +71,16 @@ public struct StallFrameTracker: Sendable {
     /// function) in every sample wins over the interpreter's C frames above it: `time.sleep`'s
     /// C implementation is the same in every program, the function that called it is not.
     public var stallFrame: SampledFrame? {
-        guard let keys = common, !keys.isEmpty else { return nil }
+        guard let shared = common else { return nil }
+        let keys = shared.union(entered)
+        guard !keys.isEmpty else { return nil }
         return latestFrames.first { $0.isInterpreted && keys.contains(Key($0)) }
             ?? latestFrames.first { keys.contains(Key($0)) }
     }
 
     public mutating func reset() {
         common = nil
+        entered = []
         latestFrames = []
         sampleCount = 0
     }

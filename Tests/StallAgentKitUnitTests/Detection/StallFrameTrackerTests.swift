@@ -55,10 +55,41 @@ struct StallFrameTrackerTests {
         #expect(tracker.sampleCount == 1)
     }
 
+    /// The loop left its wait and was sampled before it called the handler that then stalled:
+    /// the handler, there from 40 ms on, is the stall frame, not the loop's dispatch function.
+    @Test func aFrameEnteredJustAfterTheStartCountsAsPresentThroughout() {
+        var tracker = StallFrameTracker(start: 10, entryGrace: 0.25)
+        tracker.add([S.frame("run_once", cfa: 0x200), S.frame("main", cfa: 0x300)], at: 10.01)
+        for step in 0..<20 {
+            tracker.add(
+                [S.frame("leaf\(step % 3)", cfa: 0x080), S.frame("handler", cfa: 0x100), S.frame("run_once", cfa: 0x200), S.frame("main", cfa: 0x300)],
+                at: 10.04 + Double(step) * 0.05)
+        }
+        #expect(tracker.stallFrame == S.frame("handler", cfa: 0x100))
+    }
+
+    /// Past the grace a new frame is later work, not the stall's; and a frame that left once
+    /// is out for good, grace or not.
+    @Test func aFrameEnteredLateOrLeftOnceIsNotTheStallFrame() {
+        var late = StallFrameTracker(start: 10, entryGrace: 0.25)
+        late.add([S.frame("run_once", cfa: 0x200), S.frame("main", cfa: 0x300)], at: 10.01)
+        late.add([S.frame("run_once", cfa: 0x200), S.frame("main", cfa: 0x300)], at: 10.2)
+        for step in 0..<10 {
+            late.add([S.frame("handler", cfa: 0x100), S.frame("run_once", cfa: 0x200), S.frame("main", cfa: 0x300)], at: 10.3 + Double(step) * 0.05)
+        }
+        #expect(late.stallFrame == S.frame("run_once", cfa: 0x200))
+
+        var left = StallFrameTracker(start: 10, entryGrace: 0.25)
+        left.add([S.frame("a", cfa: 0x100), S.frame("main", cfa: 0x300)], at: 10.01)
+        left.add([S.frame("b", cfa: 0x100), S.frame("main", cfa: 0x300)], at: 10.05)
+        left.add([S.frame("a", cfa: 0x100), S.frame("main", cfa: 0x300)], at: 10.5)
+        #expect(left.stallFrame == S.frame("main", cfa: 0x300))
+    }
+
     @Test func staysRightAfterTheRingWrapped() throws {
         var scenario = DetectionScenario.inLoop(configuration: DetectorConfiguration(ringCapacity: 5))
         scenario.stack = [S.frame("x", cfa: 0x100), S.frame("work", cfa: 0x200), S.frame("main", cfa: 0x300)]
-        scenario.run(.running, for: 0.05)  // one sample
+        scenario.run(.running, for: 0.4)  // past the entry grace (a quarter of the 1 s threshold)
         scenario.stack = [
             S.frame("y", cfa: 0x080), S.frame("inner", cfa: 0x150), S.frame("work", cfa: 0x200), S.frame("main", cfa: 0x300),
         ]
@@ -66,7 +97,7 @@ struct StallFrameTrackerTests {
         scenario.run(.idle, for: 0.1)
         let ended = try #require(scenario.ended.first)
         #expect(ended.samples.count == 5)
-        // The ring alone would say "y" (or "inner"); the first sample rules both out.
+        // The ring alone would say "y" (or "inner"); the first samples rule both out.
         #expect(ended.stallFrame == S.frame("work", cfa: 0x200))
     }
 }
