@@ -79,16 +79,37 @@ public final class CaptureBenchmark {
         }
         // perf_event sampling (issue 14): the kernel copies registers and stack at a task-clock
         // interrupt while the thread runs; its pause is the target's gap at the sample's time.
+        // The agent's sampler (copy sized to the stack, as the monitor unwinds and fits it)
+        // alternates in blocks of ten with one copying the kernel's full 64 KiB, so load
+        // drifts hit both alike.
         var perfTimes: [UInt64] = []
+        var fullTimes: [UInt64] = []
+        var perfFrames: [Int] = []
+        perfSizing = nil
         usleep(100_000)
-        if let sampler = try? PerfStackSampler(tid: fixture.pid, period: 1 / rateHz, stackBytes: PerfStackSampler.maxStackBytes) {
-            sampler.setEnabled(true)
+        if let sampler = try? PerfStackSampler(tid: fixture.pid, period: 1 / rateHz, stackBytes: PerfStackSampler.maxStackBytes),
+            let full = try? PerfStackSampler(tid: fixture.pid, period: 1 / rateHz, stackBytes: PerfStackSampler.maxStackBytes)
+        {
             let start = MonotonicTime.nanos()
-            for i in 0..<captures {
-                pace(i, start: start)
-                if let sample = sampler.latest(pid: fixture.pid) { perfTimes.append(sample.timeNanos) }
+            for block in 0..<(2 * captures + 9) / 10 {
+                let sized = block % 2 == 0
+                let current = sized ? sampler : full
+                current.setEnabled(true)
+                for i in block * 10..<block * 10 + 10 {
+                    pace(i, start: start)
+                    guard let sample = current.latest(pid: fixture.pid) else { continue }
+                    if sized {
+                        let stack = inspector.unwind(sample)
+                        sampler.fit(sample, stack)
+                        perfTimes.append(sample.timeNanos)
+                        perfFrames.append(stack.frames.count)
+                    } else {
+                        fullTimes.append(sample.timeNanos)
+                    }
+                }
+                current.setEnabled(false)
             }
-            sampler.setEnabled(false)
+            perfSizing = (sampler.stackBytes, sampler.resizes, sampler.truncatedSamples, perfFrames.sorted().dropFirst(perfFrames.count / 2).first ?? 0)
         }
         guard let log = try fixture.finish() else { return (0, 0) }
         let floor = micros(floorWindows.map { log.pause(during: $0.0, $0.1) })
@@ -102,10 +123,19 @@ public final class CaptureBenchmark {
             self.log("  perf_event sample: not permitted here (root, CAP_PERFMON or perf_event_paranoid ≤ 1)")
         } else {
             let perf = micros(perfTimes.map { log.pause(during: $0 &- 20_000, $0 + 20_000) })
+            let full = micros(fullTimes.map { log.pause(during: $0 &- 20_000, $0 + 20_000) })
             self.log(
                 row(
                     "  perf_event sample", perf,
                     String(format: "ratio to floor (p50): %.2fx; %d samples, 0 stops", floor.p50 > 0 ? perf.p50 / floor.p50 : 0, perfTimes.count)))
+            if let (bytes, resizes, truncated, frames) = perfSizing {
+                self.log(
+                    "    stack copy sized to \(bytes) bytes (\(resizes) resizes, \(truncated) truncated samples, \(frames) frames unwound)")
+            }
+            self.log(
+                row(
+                    "  perf_event, 64 KiB copy", full,
+                    String(format: "ratio to floor (p50): %.2fx; %d samples, alternating", floor.p50 > 0 ? full.p50 / floor.p50 : 0, fullTimes.count)))
             lastPerfRatio = floor.p50 > 0 ? perf.p50 / floor.p50 : 0
         }
         self.log(row("  agent-side stop window", micros(agentPauses), "interrupt → detach, agent clock"))
@@ -195,6 +225,7 @@ public final class CaptureBenchmark {
     }
 
     private var lastPerfRatio: Double?
+    private var perfSizing: (bytes: Int, resizes: Int, truncated: Int, frames: Int)?
 
     public func run() throws {
         log("stallagent capture benchmark — \(ProcessInfo.processInfo.activeProcessorCount) CPUs")
