@@ -51,31 +51,62 @@ public final class CaptureBenchmark {
         var unwindNanos: [UInt64] = []
         var symbolizeNanos: [UInt64] = []
         var frameCounts: [Int] = []
-        do {
+        var copyWindows: [(UInt64, UInt64)] = []
+        var seizedWindows: [(UInt64, UInt64)] = []
+        var coldWindows: [(UInt64, UInt64)] = []
+        // How much a capture copies while the thread is stopped (to the stack's end).
+        let copyBytes = try inspector.capturer.captureStopped(pid: fixture.pid, tid: fixture.pid, stackEnd: inspector.stackEnd)
+            .stack.count
+        usleep(100_000)
+        // Blocks of ten of each, in turn, so a load drift on this shared machine hits every row
+        // alike: the floor (attached), the floor plus the capture's stack copy (attached), the
+        // floor with an attach and detach around it (no copy), and the capture.
+        let start = MonotonicTime.nanos()
+        var i = 0
+        for block in 0..<(captures + 9) / 10 {
             let probe = try PtraceFloorProbe(tid: fixture.pid)
-            let start = MonotonicTime.nanos()
-            for i in 0..<captures {
+            for k in 0..<20 {
                 pace(i, start: start)
-                floorWindows.append(try probe.cycle())
+                i += 1
+                if k < 10 {
+                    floorWindows.append(try probe.cycle())
+                } else {
+                    copyWindows.append(try probe.cycle(copyingStack: copyBytes))
+                }
             }
             probe.detach()
-        }
-        usleep(100_000)
-        let start = MonotonicTime.nanos()
-        for i in 0..<captures {
-            pace(i, start: start)
-            let before = MonotonicTime.nanos()
-            let snapshot = try inspector.capturer.captureStopped(pid: fixture.pid, tid: fixture.pid, stackEnd: inspector.stackEnd)
-            captureWindows.append((before, MonotonicTime.nanos()))
-            agentPauses.append(snapshot.pauseNanos)
-            let t0 = MonotonicTime.nanos()
-            let stack = inspector.unwinder.unwind(snapshot)
-            let t1 = MonotonicTime.nanos()
-            _ = inspector.symbolizer.symbolize(stack)
-            let t2 = MonotonicTime.nanos()
-            unwindNanos.append(t1 - t0)
-            symbolizeNanos.append(t2 - t1)
-            frameCounts.append(stack.frames.count)
+            for _ in 0..<10 {
+                pace(i, start: start)
+                i += 1
+                seizedWindows.append(try PtraceFloorProbe.seizedCycle(tid: fixture.pid))
+            }
+            // The capture as the agent makes it, then in the next block without the read that
+            // warms the stopped copy (`warmsStackCopy`), to show what that read saves.
+            for _ in 0..<min(10, captures - block * 10) {
+                inspector.capturer.options.warmsStackCopy = false
+                pace(i, start: start)
+                i += 1
+                let before = MonotonicTime.nanos()
+                _ = try inspector.capturer.captureStopped(pid: fixture.pid, tid: fixture.pid, stackEnd: inspector.stackEnd)
+                coldWindows.append((before, MonotonicTime.nanos()))
+            }
+            inspector.capturer.options.warmsStackCopy = true
+            for _ in 0..<min(10, captures - block * 10) {
+                pace(i, start: start)
+                i += 1
+                let before = MonotonicTime.nanos()
+                let snapshot = try inspector.capturer.captureStopped(pid: fixture.pid, tid: fixture.pid, stackEnd: inspector.stackEnd)
+                captureWindows.append((before, MonotonicTime.nanos()))
+                agentPauses.append(snapshot.pauseNanos)
+                let t0 = MonotonicTime.nanos()
+                let stack = inspector.unwinder.unwind(snapshot)
+                let t1 = MonotonicTime.nanos()
+                _ = inspector.symbolizer.symbolize(stack)
+                let t2 = MonotonicTime.nanos()
+                unwindNanos.append(t1 - t0)
+                symbolizeNanos.append(t2 - t1)
+                frameCounts.append(stack.frames.count)
+            }
         }
         // perf_event sampling (issue 14): the kernel copies registers and stack at a task-clock
         // interrupt while the thread runs; its pause is the target's gap at the sample's time.
@@ -118,7 +149,27 @@ public final class CaptureBenchmark {
         self.log("\n\(title): \(frames) frames, \(captures) captures at \(Int(rateHz)) Hz")
         self.log("  target pause, µs (measured by the target)   p50     p90     p99     max")
         self.log(row("  bare ptrace floor", floor, "INTERRUPT+wait+GETREGS+CONT, attached"))
+        let withCopy = micros(copyWindows.map { log.pause(during: $0.0, $0.1) })
+        let seized = micros(seizedWindows.map { log.pause(during: $0.0, $0.1) })
+        // Where a capture's pause goes beyond the floor: attaching and detaching around the
+        // stop, or copying the stack while stopped (which no capture can leave out). The floor
+        // plus the copy is the best a tracer that stayed attached could do.
+        self.log(
+            row(
+                "  floor + SEIZE/DETACH", seized,
+                String(format: "ratio to floor (p50): %.2fx; attach per capture, no copy", floor.p50 > 0 ? seized.p50 / floor.p50 : 0)))
+        self.log(
+            row(
+                "  floor + stack copy", withCopy,
+                String(
+                    format: "ratio to floor (p50): %.2fx; attached, %d bytes read while stopped (warmed)",
+                    floor.p50 > 0 ? withCopy.p50 / floor.p50 : 0, copyBytes)))
         self.log(row("  stallagent capture", capture, String(format: "ratio to floor (p50): %.2fx", floor.p50 > 0 ? capture.p50 / floor.p50 : 0)))
+        let cold = micros(coldWindows.map { log.pause(during: $0.0, $0.1) })
+        self.log(
+            row(
+                "  capture, stack not warmed", cold,
+                String(format: "ratio to floor (p50): %.2fx; no read before the stop", floor.p50 > 0 ? cold.p50 / floor.p50 : 0)))
         if perfTimes.isEmpty {
             self.log("  perf_event sample: not permitted here (root, CAP_PERFMON or perf_event_paranoid ≤ 1)")
         } else {
