@@ -53,7 +53,6 @@ public final class CaptureBenchmark {
         var frameCounts: [Int] = []
         var copyWindows: [(UInt64, UInt64)] = []
         var seizedWindows: [(UInt64, UInt64)] = []
-        var coldWindows: [(UInt64, UInt64)] = []
         // How much a capture copies while the thread is stopped (to the stack's end).
         let copyBytes = try inspector.capturer.captureStopped(pid: fixture.pid, tid: fixture.pid, stackEnd: inspector.stackEnd)
             .stack.count
@@ -80,17 +79,6 @@ public final class CaptureBenchmark {
                 i += 1
                 seizedWindows.append(try PtraceFloorProbe.seizedCycle(tid: fixture.pid))
             }
-            // The capture as the agent makes it, then in the next block without the read that
-            // warms the stopped copy (`warmsStackCopy`), to show what that read saves.
-            for _ in 0..<min(10, captures - block * 10) {
-                inspector.capturer.options.warmsStackCopy = false
-                pace(i, start: start)
-                i += 1
-                let before = MonotonicTime.nanos()
-                _ = try inspector.capturer.captureStopped(pid: fixture.pid, tid: fixture.pid, stackEnd: inspector.stackEnd)
-                coldWindows.append((before, MonotonicTime.nanos()))
-            }
-            inspector.capturer.options.warmsStackCopy = true
             for _ in 0..<min(10, captures - block * 10) {
                 pace(i, start: start)
                 i += 1
@@ -162,14 +150,9 @@ public final class CaptureBenchmark {
             row(
                 "  floor + stack copy", withCopy,
                 String(
-                    format: "ratio to floor (p50): %.2fx; attached, %d bytes read while stopped (warmed)",
+                    format: "ratio to floor (p50): %.2fx; attached, %d bytes read while stopped",
                     floor.p50 > 0 ? withCopy.p50 / floor.p50 : 0, copyBytes)))
         self.log(row("  stallagent capture", capture, String(format: "ratio to floor (p50): %.2fx", floor.p50 > 0 ? capture.p50 / floor.p50 : 0)))
-        let cold = micros(coldWindows.map { log.pause(during: $0.0, $0.1) })
-        self.log(
-            row(
-                "  capture, stack not warmed", cold,
-                String(format: "ratio to floor (p50): %.2fx; no read before the stop", floor.p50 > 0 ? cold.p50 / floor.p50 : 0)))
         if perfTimes.isEmpty {
             self.log("  perf_event sample: not permitted here (root, CAP_PERFMON or perf_event_paranoid ≤ 1)")
         } else {

@@ -11,7 +11,6 @@ public final class PtraceFloorProbe {
     public let tid: Int32
     private var attached = false
     private var buffer: [UInt8] = []
-    private var lastSP: UInt64?
 
     public init(tid: Int32) throws {
         self.tid = tid
@@ -24,14 +23,8 @@ public final class PtraceFloorProbe {
     deinit { detach() }
 
     /// One interrupt-to-continue cycle; returns (start, end) monotonic nanoseconds.
-    /// `copyingStack` bytes from the stack pointer are read while stopped, as a capture must,
-    /// after the same range was read with the thread running, as `ThreadCapturer` does.
+    /// `copyingStack` bytes from the stack pointer are read while stopped, as a capture must.
     public func cycle(deadlineNanos: UInt64 = 500_000_000, copyingStack: Int = 0) throws -> (UInt64, UInt64) {
-        if copyingStack > 0, let lastSP, buffer.count >= copyingStack {
-            buffer.withUnsafeMutableBytes {
-                _ = TargetMemory.read(pid: tid, address: lastSP, into: UnsafeMutableRawBufferPointer(rebasing: $0[0..<copyingStack]))
-            }
-        }
         let start = MonotonicTime.nanos()
         guard sa_ptrace_interrupt(tid) == 0 else { throw StallAgentError.system(operation: "PTRACE_INTERRUPT", errno: errno) }
         var status: Int32 = 0
@@ -48,7 +41,6 @@ public final class PtraceFloorProbe {
             buffer.withUnsafeMutableBytes {
                 _ = TargetMemory.read(pid: tid, address: regs.rsp, into: UnsafeMutableRawBufferPointer(rebasing: $0[0..<copyingStack]))
             }
-            lastSP = regs.rsp
         }
         let signal = sa_wptrace_event(status) == 0 && sa_wstopsig(status) != SIGTRAP ? sa_wstopsig(status) : 0
         _ = sa_ptrace_cont(tid, signal)
@@ -67,7 +59,7 @@ public final class PtraceFloorProbe {
         }
         var status: Int32 = 0
         while sa_waitpid_nohang(tid, &status) != tid {
-            // Still seized: exiting this thread's tracer role is left to the kernel.
+            // Left seized and interrupted on a timeout, as `cycle` leaves it: benchmarks only.
             if MonotonicTime.nanos() - start > deadlineNanos {
                 throw StallAgentError.captureTimedOut(tid: tid, milliseconds: Int(deadlineNanos / 1_000_000))
             }
