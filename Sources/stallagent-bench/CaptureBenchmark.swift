@@ -53,6 +53,7 @@ public final class CaptureBenchmark {
         var frameCounts: [Int] = []
         var copyWindows: [(UInt64, UInt64)] = []
         var seizedWindows: [(UInt64, UInt64)] = []
+        var coldWindows: [(UInt64, UInt64)] = []
         // How much a capture copies while the thread is stopped (to the stack's end).
         let copyBytes = try inspector.capturer.captureStopped(pid: fixture.pid, tid: fixture.pid, stackEnd: inspector.stackEnd)
             .stack.count
@@ -79,22 +80,33 @@ public final class CaptureBenchmark {
                 i += 1
                 seizedWindows.append(try PtraceFloorProbe.seizedCycle(tid: fixture.pid))
             }
-            for _ in 0..<min(10, captures - block * 10) {
-                pace(i, start: start)
-                i += 1
-                let before = MonotonicTime.nanos()
-                let snapshot = try inspector.capturer.captureStopped(pid: fixture.pid, tid: fixture.pid, stackEnd: inspector.stackEnd)
-                captureWindows.append((before, MonotonicTime.nanos()))
-                agentPauses.append(snapshot.pauseNanos)
-                let t0 = MonotonicTime.nanos()
-                let stack = inspector.unwinder.unwind(snapshot)
-                let t1 = MonotonicTime.nanos()
-                _ = inspector.symbolizer.symbolize(stack)
-                let t2 = MonotonicTime.nanos()
-                unwindNanos.append(t1 - t0)
-                symbolizeNanos.append(t2 - t1)
-                frameCounts.append(stack.frames.count)
+            // The capture as the agent makes it, then the same without the read that warms the
+            // stopped copy (`warmsStackCopy`), each unwound and symbolized alike.
+            for warm in [true, false] {
+                inspector.capturer.options.warmsStackCopy = warm
+                for _ in 0..<min(10, captures - block * 10) {
+                    pace(i, start: start)
+                    i += 1
+                    let before = MonotonicTime.nanos()
+                    let snapshot = try inspector.capturer.captureStopped(pid: fixture.pid, tid: fixture.pid, stackEnd: inspector.stackEnd)
+                    let window = (before, MonotonicTime.nanos())
+                    let t0 = MonotonicTime.nanos()
+                    let stack = inspector.unwinder.unwind(snapshot)
+                    let t1 = MonotonicTime.nanos()
+                    _ = inspector.symbolizer.symbolize(stack)
+                    let t2 = MonotonicTime.nanos()
+                    guard warm else {
+                        coldWindows.append(window)
+                        continue
+                    }
+                    captureWindows.append(window)
+                    agentPauses.append(snapshot.pauseNanos)
+                    unwindNanos.append(t1 - t0)
+                    symbolizeNanos.append(t2 - t1)
+                    frameCounts.append(stack.frames.count)
+                }
             }
+            inspector.capturer.options.warmsStackCopy = true
         }
         // perf_event sampling (issue 14): the kernel copies registers and stack at a task-clock
         // interrupt while the thread runs; its pause is the target's gap at the sample's time.
@@ -153,6 +165,11 @@ public final class CaptureBenchmark {
                     format: "ratio to floor (p50): %.2fx; attached, %d bytes read while stopped",
                     floor.p50 > 0 ? withCopy.p50 / floor.p50 : 0, copyBytes)))
         self.log(row("  stallagent capture", capture, String(format: "ratio to floor (p50): %.2fx", floor.p50 > 0 ? capture.p50 / floor.p50 : 0)))
+        let cold = micros(coldWindows.map { log.pause(during: $0.0, $0.1) })
+        self.log(
+            row(
+                "  capture, stack not warmed", cold,
+                String(format: "ratio to floor (p50): %.2fx; no read before the stop", floor.p50 > 0 ? cold.p50 / floor.p50 : 0)))
         if perfTimes.isEmpty {
             self.log("  perf_event sample: not permitted here (root, CAP_PERFMON or perf_event_paranoid ≤ 1)")
         } else {
