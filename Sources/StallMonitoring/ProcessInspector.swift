@@ -205,6 +205,7 @@ public final class ProcessInspector {
             MonotonicTime.nanos() &- snapshot.timeNanos < 1_000_000_000
         else { return nil }
         let stack = unwind(snapshot)
+        sampler.fit(snapshot, stack)
         // The kernel copies at most 64 KiB of stack: a deeper one is taken with a stop.
         guard stack.end != .outsideCopiedStack else { return nil }
         perfSamples += 1

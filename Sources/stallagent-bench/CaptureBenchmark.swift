@@ -53,44 +53,96 @@ public final class CaptureBenchmark {
         var unwindNanos: [UInt64] = []
         var symbolizeNanos: [UInt64] = []
         var frameCounts: [Int] = []
-        do {
+        var copyWindows: [(UInt64, UInt64)] = []
+        var seizedWindows: [(UInt64, UInt64)] = []
+        var coldWindows: [(UInt64, UInt64)] = []
+        // How much a capture copies while the thread is stopped (to the stack's end).
+        let copyBytes = try inspector.capturer.captureStopped(pid: fixture.pid, tid: fixture.pid, stackEnd: inspector.stackEnd)
+            .stack.count
+        usleep(100_000)
+        // Blocks of ten of each, in turn, so a load drift on this shared machine hits every row
+        // alike: the floor (attached), the floor plus the capture's stack copy (attached), the
+        // floor with an attach and detach around it (no copy), and the capture.
+        let start = MonotonicTime.nanos()
+        var i = 0
+        for block in 0..<(captures + 9) / 10 {
             let probe = try PtraceFloorProbe(tid: fixture.pid)
-            let start = MonotonicTime.nanos()
-            for i in 0..<captures {
+            for k in 0..<20 {
                 pace(i, start: start)
-                floorWindows.append(try probe.cycle())
+                i += 1
+                if k < 10 {
+                    floorWindows.append(try probe.cycle())
+                } else {
+                    copyWindows.append(try probe.cycle(copyingStack: copyBytes))
+                }
             }
             probe.detach()
-        }
-        usleep(100_000)
-        let start = MonotonicTime.nanos()
-        for i in 0..<captures {
-            pace(i, start: start)
-            let before = MonotonicTime.nanos()
-            let snapshot = try inspector.capturer.captureStopped(pid: fixture.pid, tid: fixture.pid, stackEnd: inspector.stackEnd)
-            captureWindows.append((before, MonotonicTime.nanos()))
-            agentPauses.append(snapshot.pauseNanos)
-            let t0 = MonotonicTime.nanos()
-            let stack = inspector.unwinder.unwind(snapshot)
-            let t1 = MonotonicTime.nanos()
-            _ = inspector.symbolizer.symbolize(stack)
-            let t2 = MonotonicTime.nanos()
-            unwindNanos.append(t1 - t0)
-            symbolizeNanos.append(t2 - t1)
-            frameCounts.append(stack.frames.count)
+            for _ in 0..<10 {
+                pace(i, start: start)
+                i += 1
+                seizedWindows.append(try PtraceFloorProbe.seizedCycle(tid: fixture.pid))
+            }
+            // The capture as the agent makes it, then the same without the read that warms the
+            // stopped copy (`warmsStackCopy`), each unwound and symbolized alike.
+            for warm in [true, false] {
+                inspector.capturer.options.warmsStackCopy = warm
+                for _ in 0..<min(10, captures - block * 10) {
+                    pace(i, start: start)
+                    i += 1
+                    let before = MonotonicTime.nanos()
+                    let snapshot = try inspector.capturer.captureStopped(pid: fixture.pid, tid: fixture.pid, stackEnd: inspector.stackEnd)
+                    let window = (before, MonotonicTime.nanos())
+                    let t0 = MonotonicTime.nanos()
+                    let stack = inspector.unwinder.unwind(snapshot)
+                    let t1 = MonotonicTime.nanos()
+                    _ = inspector.symbolizer.symbolize(stack)
+                    let t2 = MonotonicTime.nanos()
+                    guard warm else {
+                        coldWindows.append(window)
+                        continue
+                    }
+                    captureWindows.append(window)
+                    agentPauses.append(snapshot.pauseNanos)
+                    unwindNanos.append(t1 - t0)
+                    symbolizeNanos.append(t2 - t1)
+                    frameCounts.append(stack.frames.count)
+                }
+            }
+            inspector.capturer.options.warmsStackCopy = true
         }
         // perf_event sampling (issue 14): the kernel copies registers and stack at a task-clock
         // interrupt while the thread runs; its pause is the target's gap at the sample's time.
+        // The agent's sampler (copy sized to the stack, as the monitor unwinds and fits it)
+        // alternates in blocks of ten with one copying the kernel's full 64 KiB, so load
+        // drifts hit both alike.
         var perfTimes: [UInt64] = []
+        var fullTimes: [UInt64] = []
+        var perfFrames: [Int] = []
+        perfSizing = nil
         usleep(100_000)
-        if let sampler = try? PerfStackSampler(tid: fixture.pid, period: 1 / rateHz, stackBytes: PerfStackSampler.maxStackBytes) {
-            sampler.setEnabled(true)
+        if let sampler = try? PerfStackSampler(tid: fixture.pid, period: 1 / rateHz, stackBytes: PerfStackSampler.maxStackBytes),
+            let full = try? PerfStackSampler(tid: fixture.pid, period: 1 / rateHz, stackBytes: PerfStackSampler.maxStackBytes)
+        {
             let start = MonotonicTime.nanos()
-            for i in 0..<captures {
-                pace(i, start: start)
-                if let sample = sampler.latest(pid: fixture.pid) { perfTimes.append(sample.timeNanos) }
+            for block in 0..<(2 * captures + 9) / 10 {
+                let sized = block % 2 == 0
+                let current = sized ? sampler : full
+                current.setEnabled(true)
+                for i in block * 10..<block * 10 + 10 {
+                    pace(i, start: start)
+                    guard let sample = current.latest(pid: fixture.pid) else { continue }
+                    if sized {
+                        let stack = inspector.unwind(sample)
+                        sampler.fit(sample, stack)
+                        perfTimes.append(sample.timeNanos)
+                        perfFrames.append(stack.frames.count)
+                    } else {
+                        fullTimes.append(sample.timeNanos)
+                    }
+                }
+                current.setEnabled(false)
             }
-            sampler.setEnabled(false)
+            perfSizing = (sampler.stackBytes, sampler.resizes, sampler.truncatedSamples, perfFrames.sorted().dropFirst(perfFrames.count / 2).first ?? 0)
         }
         guard let log = try fixture.finish() else { return (0, 0) }
         let floor = micros(floorWindows.map { log.pause(during: $0.0, $0.1) })
@@ -99,15 +151,44 @@ public final class CaptureBenchmark {
         self.log("\n\(title): \(frames) frames, \(captures) captures at \(Int(rateHz)) Hz")
         self.log("  target pause, µs (measured by the target)   p50     p90     p99     max")
         self.log(row("  bare ptrace floor", floor, "INTERRUPT+wait+GETREGS+CONT, attached"))
+        let withCopy = micros(copyWindows.map { log.pause(during: $0.0, $0.1) })
+        let seized = micros(seizedWindows.map { log.pause(during: $0.0, $0.1) })
+        // Where a capture's pause goes beyond the floor: attaching and detaching around the
+        // stop, or copying the stack while stopped (which no capture can leave out). The floor
+        // plus the copy is the best a tracer that stayed attached could do.
+        self.log(
+            row(
+                "  floor + SEIZE/DETACH", seized,
+                String(format: "ratio to floor (p50): %.2fx; attach per capture, no copy", floor.p50 > 0 ? seized.p50 / floor.p50 : 0)))
+        self.log(
+            row(
+                "  floor + stack copy", withCopy,
+                String(
+                    format: "ratio to floor (p50): %.2fx; attached, %d bytes read while stopped",
+                    floor.p50 > 0 ? withCopy.p50 / floor.p50 : 0, copyBytes)))
         self.log(row("  stallagent capture", capture, String(format: "ratio to floor (p50): %.2fx", floor.p50 > 0 ? capture.p50 / floor.p50 : 0)))
+        let cold = micros(coldWindows.map { log.pause(during: $0.0, $0.1) })
+        self.log(
+            row(
+                "  capture, stack not warmed", cold,
+                String(format: "ratio to floor (p50): %.2fx; no read before the stop", floor.p50 > 0 ? cold.p50 / floor.p50 : 0)))
         if perfTimes.isEmpty {
             self.log("  perf_event sample: not permitted here (root, CAP_PERFMON or perf_event_paranoid ≤ 1)")
         } else {
             let perf = micros(perfTimes.map { log.pause(during: $0 &- 20_000, $0 + 20_000) })
+            let full = micros(fullTimes.map { log.pause(during: $0 &- 20_000, $0 + 20_000) })
             self.log(
                 row(
                     "  perf_event sample", perf,
                     String(format: "ratio to floor (p50): %.2fx; %d samples, 0 stops", floor.p50 > 0 ? perf.p50 / floor.p50 : 0, perfTimes.count)))
+            if let (bytes, resizes, truncated, frames) = perfSizing {
+                self.log(
+                    "    stack copy sized to \(bytes) bytes (\(resizes) resizes, \(truncated) truncated samples, \(frames) frames unwound)")
+            }
+            self.log(
+                row(
+                    "  perf_event, 64 KiB copy", full,
+                    String(format: "ratio to floor (p50): %.2fx; %d samples, alternating", floor.p50 > 0 ? full.p50 / floor.p50 : 0, fullTimes.count)))
             lastPerfRatio = floor.p50 > 0 ? perf.p50 / floor.p50 : 0
         }
         self.log(row("  agent-side stop window", micros(agentPauses), "interrupt → detach, agent clock"))
@@ -197,6 +278,7 @@ public final class CaptureBenchmark {
     }
 
     private var lastPerfRatio: Double?
+    private var perfSizing: (bytes: Int, resizes: Int, truncated: Int, frames: Int)?
 
     public func run() throws {
         log("stallagent capture benchmark — \(ProcessInfo.processInfo.activeProcessorCount) CPUs")

@@ -11,6 +11,7 @@ import Glibc
 public final class PtraceFloorProbe {
     public let tid: Int32
     private var attached = false
+    private var buffer: [UInt8] = []
 
     public init(tid: Int32) throws {
         self.tid = tid
@@ -23,7 +24,8 @@ public final class PtraceFloorProbe {
     deinit { detach() }
 
     /// One interrupt-to-continue cycle; returns (start, end) monotonic nanoseconds.
-    public func cycle(deadlineNanos: UInt64 = 500_000_000) throws -> (UInt64, UInt64) {
+    /// `copyingStack` bytes from the stack pointer are read while stopped, as a capture must.
+    public func cycle(deadlineNanos: UInt64 = 500_000_000, copyingStack: Int = 0) throws -> (UInt64, UInt64) {
         let start = MonotonicTime.nanos()
         guard sa_ptrace_interrupt(tid) == 0 else { throw StallAgentError.system(operation: "PTRACE_INTERRUPT", errno: errno) }
         var status: Int32 = 0
@@ -35,8 +37,39 @@ public final class PtraceFloorProbe {
         }
         var regs = user_regs_struct()
         _ = sa_ptrace_getregs(tid, &regs)
+        if copyingStack > 0 {
+            if buffer.count < copyingStack { buffer = [UInt8](repeating: 0, count: copyingStack) }
+            buffer.withUnsafeMutableBytes {
+                _ = TargetMemory.read(pid: tid, address: regs.rsp, into: UnsafeMutableRawBufferPointer(rebasing: $0[0..<copyingStack]))
+            }
+        }
         let signal = sa_wptrace_event(status) == 0 && sa_wstopsig(status) != SIGTRAP ? sa_wstopsig(status) : 0
         _ = sa_ptrace_cont(tid, signal)
+        return (start, MonotonicTime.nanos())
+    }
+
+    /// SEIZE, INTERRUPT, wait, GETREGS, DETACH — the floor's cycle with an attach and a
+    /// detach around it and nothing else, to tell what attaching per capture costs the thread.
+    public static func seizedCycle(tid: Int32, deadlineNanos: UInt64 = 500_000_000) throws -> (UInt64, UInt64) {
+        guard sa_ptrace_seize(tid, 0) == 0 else { throw StallAgentError.system(operation: "PTRACE_SEIZE", errno: errno) }
+        let start = MonotonicTime.nanos()
+        guard sa_ptrace_interrupt(tid) == 0 else {
+            let code = errno
+            _ = sa_ptrace_detach(tid, 0)
+            throw StallAgentError.system(operation: "PTRACE_INTERRUPT", errno: code)
+        }
+        var status: Int32 = 0
+        while sa_waitpid_nohang(tid, &status) != tid {
+            // Left seized and interrupted on a timeout, as `cycle` leaves it: benchmarks only.
+            if MonotonicTime.nanos() - start > deadlineNanos {
+                throw StallAgentError.captureTimedOut(tid: tid, milliseconds: Int(deadlineNanos / 1_000_000))
+            }
+            sched_yield()
+        }
+        var regs = user_regs_struct()
+        _ = sa_ptrace_getregs(tid, &regs)
+        let signal = sa_wptrace_event(status) == 0 && sa_wstopsig(status) != SIGTRAP ? sa_wstopsig(status) : 0
+        _ = sa_ptrace_detach(tid, signal)
         return (start, MonotonicTime.nanos())
     }
 

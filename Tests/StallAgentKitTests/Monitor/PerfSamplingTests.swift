@@ -64,4 +64,35 @@ import Glibc
         #expect(monitor.inspector.perfSamples == 0)
         #expect(summary.capturesWithStop >= 10, "\(summary.capturesWithStop) ptrace stops")
     }
+
+    /// The stack copy shrinks to the stack the samples use and every later sample still
+    /// unwinds to `main`; a copy made too small grows back at the first truncated sample.
+    @Test(.enabled(if: available)) func theStackCopyIsSizedToTheStack() throws {
+        let fixture = try FixtureProcess(["deep", "120"])
+        usleep(100_000)
+        let inspector = try ProcessInspector(pid: fixture.pid)
+        let sampler = try PerfStackSampler(tid: fixture.pid, period: 0.005, stackBytes: PerfStackSampler.maxStackBytes)
+        sampler.setEnabled(true)
+        var complete = 0
+        let deadline = Date().addingTimeInterval(10)
+        while complete < 20, Date() < deadline {
+            usleep(12_000)
+            guard let sample = sampler.latest(pid: fixture.pid) else { continue }
+            let stack = inspector.unwind(sample)
+            sampler.fit(sample, stack)
+            let names = inspector.symbolizer.symbolize(stack).map(\.function)
+            #expect(stack.end == .complete, "\(stack.end) after \(sampler.resizes) resizes")
+            #expect(names.contains("main") && names.filter { $0 == "recurse_deep" }.count >= 100, "\(names)")
+            if stack.end == .complete { complete += 1 }
+        }
+        #expect(complete == 20)
+        #expect(sampler.stackBytes < 16384 && sampler.resizes == 1, "\(sampler.stackBytes) bytes, \(sampler.resizes) resizes")
+        #expect(sampler.truncatedSamples == 0)
+    }
+
+    @Test func copySizeLeavesRoomAboveTheOutermostFrame() {
+        #expect(PerfStackSampler.copySize(forDepth: 300, limit: 65528) == 4096)
+        #expect(PerfStackSampler.copySize(forDepth: 8000, limit: 65528) == 12288)
+        #expect(PerfStackSampler.copySize(forDepth: 60000, limit: 65528) == 65528)
+    }
 }
