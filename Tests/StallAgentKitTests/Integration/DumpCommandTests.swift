@@ -11,6 +11,7 @@ import Glibc
 
     @Test func textDumpOfSpinningProcess() throws {
         let fixture = try FixtureProcess(["spin"])
+        try #require(KernelState.waitUntilSpinning(fixture.pid), "the fixture never ran its loop")
         let result = try runCommand(agent, ["dump", "--pid", "\(fixture.pid)"])
         #expect(result.status == 0)
         #expect(result.stdout.contains("Process:         stall-fixtures [\(fixture.pid)]"))
@@ -20,7 +21,7 @@ import Glibc
 
     @Test func jsonDumpHasFrameFields() throws {
         let fixture = try FixtureProcess(["sleep"])
-        usleep(50_000)
+        try #require(KernelState.waitUntilBlocked(fixture.pid, in: [35, 230]), "never in nanosleep")
         let result = try runCommand(agent, ["dump", "--pid", "\(fixture.pid)", "--json"])
         #expect(result.status == 0)
         let object = try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any]
@@ -47,8 +48,8 @@ import Glibc
 
     @Test func zombieIsRefused() throws {
         let fixture = try FixtureProcess(["zombie-parent"])
+        // Printed once waitid(WNOWAIT) has seen the child exit: a zombie from here on.
         let zombie = try #require(fixture.fields["zombie"])
-        usleep(50_000)
         let result = try runCommand(agent, ["dump", "--pid", zombie])
         #expect(result.status == 5)
         #expect(result.stderr.contains("zombie"))

@@ -24,7 +24,7 @@ import Glibc
     @Test func staticFunctionsOfAStrippedBinaryAreNotNamedAfterTheirNeighbours() throws {
         let (unstripped, stripped) = try DynsymGapTests.binaries.get()
         let fixture = try FixtureProcess([], executable: stripped)
-        usleep(100_000)
+        try #require(KernelState.waitUntilBlocked(fixture.pid, in: [0]), "never in read()")
         let dump = try ProcessInspector(pid: fixture.pid).dump(tid: fixture.pid)
         let own = dump.frames.filter { $0.module == stripped.lastPathComponent }
         let names = dump.frames.map(\.displayName)
