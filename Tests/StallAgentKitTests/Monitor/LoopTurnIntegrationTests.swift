@@ -58,8 +58,9 @@ import Glibc
     func saturatedLoopIsSilentAndOneSlowTurnIsReportedOnce(mode: LoopTurnMode) throws {
         let log = FileManager.default.temporaryDirectory.appendingPathComponent("loop-\(UUID().uuidString).jsonl").path
         defer { unlink(log) }
+        // Each saturated stretch is twice the threshold: a stall if its turns went unseen.
         let fixture = try FixtureProcess([
-            "loop", "--script", "saturate:4,spin:1.3,saturate:3", "--gap", "0.3", "--log", log, "--exit-when-done",
+            "loop", "--script", "saturate:2,spin:1.3,saturate:2", "--gap", "0.3", "--log", log, "--exit-when-done",
         ])
         let (summary, reportDir) = try watch(pid: fixture.pid, duration: 40, mode: mode)
         defer { try? FileManager.default.removeItem(atPath: reportDir) }
