@@ -48,16 +48,17 @@ enum PythonInterpreters {
 
         """
 
-    /// An asyncio server with one handler that sleeps and one that burns CPU, 3 s each.
+    /// An asyncio server with one handler that sleeps and one that burns CPU, 1.5 s each (the
+    /// threshold is 1 s).
     static let asyncServer = """
         import asyncio, sys, time
 
         def slow_sleep_handler():
-            time.sleep(3)
+            time.sleep(1.5)
             return b"slept"
 
         def cpu_handler():
-            end = time.monotonic() + 3
+            end = time.monotonic() + 1.5
             n = 0
             while time.monotonic() < end:
                 n += 1
