@@ -335,15 +335,23 @@ import Glibc
         let fixture = try FixtureProcess(["idle"])
         let dir = try temporaryDirectory("listen")
         defer { try? FileManager.default.removeItem(atPath: dir) }
-        let port = Int.random(in: 20_000...40_000)
+        // Port 0: the kernel picks a free one; the test reads which from the agent's socket.
         let (process, stderrPath) = try startAgent([
-            "--pid", "\(fixture.pid)", "--report-dir", dir, "--metrics-listen", "127.0.0.1:\(port)", "--duration", "4s",
+            "--pid", "\(fixture.pid)", "--report-dir", dir, "--metrics-listen", "127.0.0.1:0", "--duration", "60s",
         ])
-        usleep(1_500_000)
-        let curl = try runCommand(URL(fileURLWithPath: "/usr/bin/curl"), ["-sS", "-i", "http://127.0.0.1:\(port)/metrics"])
+        let port = try #require(KernelState.listeningPort(of: process.processIdentifier), "the agent never listened")
+        // Scraped until the target is attached (the listener is up from the start).
+        var curl = CommandResult(status: -1, stdout: "", stderr: "")
+        let deadline = Date().addingTimeInterval(10)
+        while Date() < deadline, !curl.stdout.contains(#"stallagent_target_up{target="stall-fixtures"} 1"#) {
+            curl = try runCommand(URL(fileURLWithPath: "/usr/bin/curl"), ["-sS", "-i", "http://127.0.0.1:\(port)/metrics"])
+            if !curl.stdout.contains(#"stallagent_target_up{target="stall-fixtures"} 1"#) { usleep(50_000) }
+        }
         let missing = try runCommand(URL(fileURLWithPath: "/usr/bin/curl"), ["-sS", "-o", "/dev/null", "-w", "%{http_code}", "http://127.0.0.1:\(port)/nope"])
         // A second agent on the same port: a clear error and its exit code, at start.
         let clash = try runCommand(agent, ["--pid", "\(fixture.pid)", "--report-dir", dir, "--metrics-listen", "127.0.0.1:\(port)", "--duration", "1s"])
+        // Stopped once the clash is seen (SIGTERM: a clean exit 0).
+        kill(process.processIdentifier, SIGTERM)
         #expect(finish(process) == 0, "\(String(describing: try? String(contentsOfFile: stderrPath, encoding: .utf8)))")
         #expect(curl.stdout.hasPrefix("HTTP/1.1 200 OK"), "\(curl)")
         #expect(curl.stdout.contains("text/plain; version=0.0.4"))

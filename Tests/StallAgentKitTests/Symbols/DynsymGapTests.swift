@@ -71,7 +71,6 @@ import Glibc
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("stallagent-nginx-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory.appendingPathComponent("logs"), withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
-        let port = 20_000 + Int(getpid() % 20_000)
         try """
         daemon off;
         master_process off;
@@ -80,7 +79,7 @@ import Glibc
         events { worker_connections 16; }
         http { access_log off; client_body_temp_path \(directory.path); proxy_temp_path \(directory.path);
                fastcgi_temp_path \(directory.path); uwsgi_temp_path \(directory.path); scgi_temp_path \(directory.path);
-               server { listen 127.0.0.1:\(port); return 200; } }
+               server { listen unix:\(directory.path)/nginx.sock; return 200; } }
         """.write(to: directory.appendingPathComponent("nginx.conf"), atomically: true, encoding: .utf8)
         let nginx = try FixtureProcess(
             ["-p", directory.path, "-c", directory.appendingPathComponent("nginx.conf").path],
