@@ -478,8 +478,7 @@ import Glibc
     /// perf_event sampling is permitted, its running thread is sampled all the same.
     @Test func attack8_alreadyTracedTargetIsReportedOnceAsUnsampled() throws {
         guard FileManager.default.isExecutableFile(atPath: "/usr/bin/strace") else {
-            print("skipping attack8_alreadyTracedTargetIsReportedOnceAsUnsampled: strace is not installed (scripts/setup installs it)")
-            return
+            try Test.cancel("strace is not installed (scripts/setup installs it)")
         }
         let scratch = try HostileScratch("traced")
         // Stalls enough for two 4 s watches one after the other (the second one samples by
@@ -537,10 +536,7 @@ import Glibc
         let scratch = try HostileScratch("exec")
         let other = try scratch.fixtureCopy(named: "otherprog")
         let python = "/usr/bin/python3"
-        guard FileManager.default.isExecutableFile(atPath: python) else {
-            print("skipping attack8_execReloadsTheProcessIdentity: \(python) is missing")
-            return
-        }
+        guard FileManager.default.isExecutableFile(atPath: python) else { try Test.cancel("\(python) is missing") }
         let target = Process()
         target.executableURL = URL(fileURLWithPath: python)
         target.arguments = [
