@@ -76,7 +76,11 @@ import Glibc
         // both runs are over (SIGTERM finalises and exits 0).
         let deadline = Date().addingTimeInterval(60)
         while supervisor.isRunning && Date() < deadline { usleep(50_000) }
-        usleep(300_000)
+        // Both stalls have their detected and ended lines (two each).
+        let lines = Date().addingTimeInterval(10)
+        while Date() < lines, occurrences("0x8badf00d hang", in: (try? String(contentsOfFile: stderrPath, encoding: .utf8)) ?? "") < 4 {
+            usleep(20_000)
+        }
         kill(process.processIdentifier, SIGTERM)
         #expect(finish(process) == 0)
         let stderr = try String(contentsOfFile: stderrPath, encoding: .utf8)
@@ -169,14 +173,17 @@ import Glibc
         chmod(systemctl, 0o755)
         let notify = try DatagramReceiver()
         let (process, stderrPath) = try startAgent(
-            ["--unit", "demo", "--report-dir", dir + "/reports", "--retry-interval", "0.1s", "--duration", "5s"],
+            ["--unit", "demo", "--report-dir", dir + "/reports", "--retry-interval", "0.1s", "--duration", "60s"],
             environment: [
                 "STALLAGENT_SYSTEMCTL": systemctl, "STALLAGENT_CGROUP_ROOT": dir + "/no-cgroup-hierarchy",
                 "NOTIFY_SOCKET": notify.path, "WATCHDOG_USEC": "10000000",
             ])
-        usleep(800_000)
+        #expect(waitForText(stderrPath, "unit demo.service not found"))
         let fixture = try FixtureProcess(["loop", "--script", "idle:0.5,spin:1.3", "--gap", "0.3"])
         try "LoadState=loaded\nActiveState=active\nMainPID=\(fixture.pid)\n".write(toFile: properties, atomically: true, encoding: .utf8)
+        // Stopped once the stall is reported (SIGTERM finalises it), not at a fixed duration.
+        #expect(waitForText(stderrPath, "0x8badf00d hang", timeout: 30))
+        kill(process.processIdentifier, SIGTERM)
         #expect(finish(process) == 0)
         let stderr = try String(contentsOfFile: stderrPath, encoding: .utf8)
         #expect(stderr.components(separatedBy: "unit demo.service not found").count - 1 == 1, "\(stderr)")
@@ -200,14 +207,14 @@ import Glibc
         let units = dir + "/units"
         try FileManager.default.createDirectory(atPath: units, withIntermediateDirectories: true)
         let (process, stderrPath) = try startAgent(
-            ["--unit", "demo@x", "--report-dir", dir + "/reports", "--retry-interval", "0.1s", "--duration", "6s"],
+            ["--unit", "demo@x", "--report-dir", dir + "/reports", "--retry-interval", "0.1s", "--duration", "60s"],
             environment: ["STALLAGENT_CGROUP_ROOT": root, "SYSTEMD_UNIT_PATH": units, "STALLAGENT_SYSTEMCTL": "/bin/false"])
-        usleep(500_000)
+        #expect(waitForText(stderrPath, "unit demo@x.service not found"))
         // The template defines the instance; its cgroup exists but is empty (inactive).
         _ = FileManager.default.createFile(atPath: units + "/demo@.service", contents: Data())
         try FileManager.default.createDirectory(atPath: unitDir, withIntermediateDirectories: true)
         _ = FileManager.default.createFile(atPath: unitDir + "/cgroup.procs", contents: Data())
-        usleep(500_000)
+        #expect(waitForText(stderrPath, "unit demo@x.service has no processes"))
         let fixture = try FixtureProcess(["loop", "--script", "idle:0.5,spin:1.3", "--gap", "0.3"])
         // A younger process whose parent is also outside the cgroup: not the main one.
         let helper = Process()
@@ -219,6 +226,8 @@ import Glibc
             helper.waitUntilExit()
         }
         try "\(helper.processIdentifier)\n\(fixture.pid)\n".write(toFile: unitDir + "/cgroup.procs", atomically: true, encoding: .utf8)
+        #expect(waitForText(stderrPath, "0x8badf00d hang", timeout: 30))
+        kill(process.processIdentifier, SIGTERM)
         #expect(finish(process) == 0)
         let stderr = try String(contentsOfFile: stderrPath, encoding: .utf8)
         #expect(stderr.components(separatedBy: "unit demo@x.service not found").count - 1 == 1, "\(stderr)")
