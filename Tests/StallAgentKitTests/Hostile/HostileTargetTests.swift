@@ -248,12 +248,14 @@ import Glibc
         usleep(1_500_000)
         var frozen = 0
         var agentStopped = 0
+        // Each stop lands at another point of the 5 ms sampling cycle (seeded, so a failure replays).
+        var generator = SplitMix64(seed: 0x5709_0006 ^ UInt64(signal))
         for _ in 0..<rounds {
             kill(agentPID, signal)
             if wait({ state(agentPID) == "T" }, seconds: 0.5) { agentStopped += 1 }
             if !wait({ state(target.pid) != "t" }, seconds: 0.05) { frozen += 1 }
             kill(agentPID, SIGCONT)
-            usleep(UInt32.random(in: 2_000...15_000))
+            usleep(UInt32.random(in: 2_000...15_000, using: &generator))
         }
         #expect(state(agentPID) != nil && state(agentPID) != "Z", "the agent died")
         #expect(target.procStatus?.state != "t")
