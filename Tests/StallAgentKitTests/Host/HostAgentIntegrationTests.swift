@@ -106,7 +106,7 @@ import Glibc
         let journal = try DatagramReceiver()
         let fixture = try FixtureProcess(["loop", "--script", "spin:1.4", "--gap", "0.3", "--exit-when-done"])
         let (process, stderrPath) = try startAgent(
-            ["--pid", "\(fixture.pid)", "--report-dir", dir], environment: ["STALLAGENT_JOURNAL_SOCKET": journal.path],
+            ["--pid", "\(fixture.pid)", "--report-dir", dir, "--launch-threshold", "1s"], environment: ["STALLAGENT_JOURNAL_SOCKET": journal.path],
             journalStderr: true)
         #expect(finish(process) == 0)
         let entries = journal.drain(quietFor: 0.5).compactMap(JournalWriter.decode)
@@ -283,7 +283,7 @@ import Glibc
                 agent,
                 [
                     "--pid", "\(fixture.pid)", "--report-dir", dir + "/reports", "--state-dir", dir + "/state",
-                    "--min-report-interval", "1h",
+                    "--min-report-interval", "1h", "--launch-threshold", "1s",
                 ], timeout: 30)
             #expect(result.status == 0)
             outputs.append(result.stderr)
@@ -305,7 +305,7 @@ import Glibc
             }
         }
         let fixture = try FixtureProcess(["loop", "--script", "spin:1.3", "--gap", "0.3", "--exit-when-done"])
-        let result = try runCommand(agent, ["--pid", "\(fixture.pid)", "--report-dir", dir, "--max-reports", "3"], timeout: 30)
+        let result = try runCommand(agent, ["--pid", "\(fixture.pid)", "--report-dir", dir, "--max-reports", "3", "--launch-threshold", "1s"], timeout: 30)
         #expect(result.status == 0)
         let stems = Set(try FileManager.default.contentsOfDirectory(atPath: dir).filter { !$0.hasPrefix(".") }.map { $0.split(separator: ".")[0] })
         #expect(stems.count == 3, "\(stems)")
@@ -328,7 +328,7 @@ import Glibc
             agent,
             [
                 "--pid", "\(fixture.pid)", "--report-dir", mountPoint + "/reports", "--metrics-file", mountPoint + "/m.prom",
-                "--metrics-interval", "0.2s",
+                "--metrics-interval", "0.2s", "--launch-threshold", "1s",
             ], timeout: 30)
         #expect(result.status == 0, "\(result.stderr)")
         #expect(result.stderr.contains("No space left on device"), "\(result.stderr)")
@@ -404,7 +404,7 @@ import Glibc
         let withCaps = try runCommand(
             setpriv,
             dropped(",+sys_ptrace,+dac_read_search") + [
-                agent.path, "--pid", "\(fixture.pid)", "--report-dir", dir + "/reports",
+                agent.path, "--pid", "\(fixture.pid)", "--report-dir", dir + "/reports", "--launch-threshold", "1s",
             ], timeout: 30)
         #expect(withCaps.status == 0, "\(withCaps.stderr)")
         #expect(withCaps.stderr.contains("0x8badf00d hang"), "\(withCaps.stderr)")

@@ -48,7 +48,7 @@ import Glibc
 
         let reports = scratch.path("reports")
         let agent = try BackgroundAgent(
-            ["--pid", "\(target.pid)", "--report-dir", reports, "--threshold", "0.4s", "--duration", "4s"],
+            ["--pid", "\(target.pid)", "--report-dir", reports, "--threshold", "0.4s", "--launch-threshold", "0.4s", "--duration", "4s"],
             stderrPath: scratch.path("agent.err"))
         try #require(agent.waitFor("watching"), "\(agent.stderr)")
         #expect(truncate(victim, 0) == 0)
@@ -82,7 +82,7 @@ import Glibc
         #expect(mkfifo(victim, 0o644) == 0)
         let reports = scratch.path("reports")
         let result = try runCommand(
-            agent, ["--pid", "\(target.pid)", "--report-dir", reports, "--threshold", "0.4s", "--duration", "2.5s"],
+            agent, ["--pid", "\(target.pid)", "--report-dir", reports, "--threshold", "0.4s", "--launch-threshold", "0.4s", "--duration", "2.5s"],
             timeout: 30)
         #expect(result.status == 0, "\(result.stderr.suffix(2000))")
         #expect(result.stderr.contains("watching"))
@@ -98,7 +98,7 @@ import Glibc
         defer { target.stop() }
         let reports = scratch.path("reports")
         let watched = try runCommand(
-            agent, ["--pid", "\(target.pid)", "--report-dir", reports, "--threshold", "0.4s", "--duration", "1.5s"],
+            agent, ["--pid", "\(target.pid)", "--report-dir", reports, "--threshold", "0.4s", "--launch-threshold", "0.4s", "--duration", "1.5s"],
             timeout: 30)
         try #require(watched.status == 0, "\(watched.stderr)")
         target.stop()
@@ -180,7 +180,7 @@ import Glibc
         defer { target.stop() }
         let reports = scratch.path("reports")
         let result = try runCommand(
-            agent, ["--pid", "\(target.pid)", "--report-dir", reports, "--threshold", "0.4s", "--duration", "2.5s"],
+            agent, ["--pid", "\(target.pid)", "--report-dir", reports, "--threshold", "0.4s", "--launch-threshold", "0.4s", "--duration", "2.5s"],
             timeout: 30)
         #expect(result.status == 0, "\(result.stderr)")
         func clean(_ text: String, _ what: String) {
@@ -503,7 +503,8 @@ import Glibc
         try #require(target.procStatus?.tracer == strace.processIdentifier)
         let reports = scratch.path("reports")
         let result = try runCommand(
-            agent, ["--pid", "\(target.pid)", "--report-dir", reports, "--threshold", "0.4s", "--duration", "4s", "--no-perf-sampling"],
+            agent,
+            ["--pid", "\(target.pid)", "--report-dir", reports, "--threshold", "0.4s", "--launch-threshold", "0.4s", "--duration", "4s", "--no-perf-sampling"],
             timeout: 30)
         #expect(result.status == 0, "\(result.stderr)")
         let note = "cannot sample: traced by PID \(strace.processIdentifier) (strace)"

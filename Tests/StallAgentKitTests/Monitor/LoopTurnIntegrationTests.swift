@@ -162,6 +162,7 @@ import Glibc
                     "--reuid=65534", "--regid=65534", "--clear-groups", "--no-new-privs", "--inh-caps=-all\(caps)",
                     "--ambient-caps=-all\(caps)", "--bounding-set=-all\(caps)",
                     FixtureProcess.stallagentURL.path, "--pid", "\(fixture.pid)", "--report-dir", dir + "/" + reports,
+                    "--launch-threshold", "1s",
                 ], timeout: 30)
         }
         let refused = try agent(caps: ",+sys_ptrace,+dac_read_search", reports: "a")

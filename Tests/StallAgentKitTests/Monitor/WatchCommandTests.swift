@@ -106,7 +106,7 @@ import Glibc
         let fixture = try FixtureProcess(["loop", "--script", "spin:1.3", "--gap", "0.3", "--exit-when-done"])
         let dir = reportDir()
         defer { try? FileManager.default.removeItem(atPath: dir) }
-        let result = try runCommand(agent, ["--pid", "\(fixture.pid)", "--report-dir", dir], timeout: 30)
+        let result = try runCommand(agent, ["--pid", "\(fixture.pid)", "--report-dir", dir, "--launch-threshold", "1s"], timeout: 30)
         #expect(result.status == 0)
         #expect(result.stderr.contains("1 stall"))
         #expect(result.stderr.contains("0x8badf00d"))
