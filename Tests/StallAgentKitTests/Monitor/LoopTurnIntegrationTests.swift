@@ -58,9 +58,10 @@ import Glibc
     func saturatedLoopIsSilentAndOneSlowTurnIsReportedOnce(mode: LoopTurnMode) throws {
         let log = FileManager.default.temporaryDirectory.appendingPathComponent("loop-\(UUID().uuidString).jsonl").path
         defer { unlink(log) }
-        // Each saturated stretch is twice the threshold: a stall if its turns went unseen.
+        // The saturated stretches are long beside the slow turn: the turn-rate check below
+        // needs them to outweigh it on a busy machine (2 s each read 84 turns/s beside two CPU hogs).
         let fixture = try FixtureProcess([
-            "loop", "--script", "saturate:2,spin:1.3,saturate:2", "--gap", "0.3", "--log", log, "--exit-when-done",
+            "loop", "--script", "saturate:4,spin:1.3,saturate:3", "--gap", "0.3", "--log", log, "--exit-when-done",
         ])
         let (summary, reportDir) = try watch(pid: fixture.pid, duration: 40, mode: mode)
         defer { try? FileManager.default.removeItem(atPath: reportDir) }
