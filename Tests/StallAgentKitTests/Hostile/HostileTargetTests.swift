@@ -552,7 +552,8 @@ import Glibc
         }
         let reports = scratch.path("reports")
         let result = try runCommand(
-            agent, ["--pid", "\(target.processIdentifier)", "--report-dir", reports, "--threshold", "0.4s", "--duration", "4.5s"],
+            agent,
+            ["--pid", "\(target.processIdentifier)", "--report-dir", reports, "--threshold", "0.4s", "--launch-threshold", "0.4s", "--duration", "4.5s"],
             timeout: 30)
         #expect(result.status == 0, "\(result.stderr)")
         #expect(result.stderr.contains("exec'd \(other)"), "\(result.stderr)")

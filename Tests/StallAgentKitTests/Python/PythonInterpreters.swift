@@ -48,17 +48,18 @@ enum PythonInterpreters {
 
         """
 
-    /// An asyncio server with one handler that sleeps and one that burns CPU, 1.5 s each (the
-    /// threshold is 1 s).
+    /// An asyncio server with one handler that sleeps and one that burns CPU, 3 s each: long
+    /// enough that the samples taken before the handler was entered have left the ring when
+    /// the stall frame is chosen (at 1.5 s, a loaded machine named `handle`).
     static let asyncServer = """
         import asyncio, sys, time
 
         def slow_sleep_handler():
-            time.sleep(1.5)
+            time.sleep(3)
             return b"slept"
 
         def cpu_handler():
-            end = time.monotonic() + 1.5
+            end = time.monotonic() + 3
             n = 0
             while time.monotonic() < end:
                 n += 1

@@ -8,7 +8,7 @@ import Glibc
 #endif
 
 /// `stallagent watch --pid` of an asyncio server whose handlers stall the loop: one in
-/// `time.sleep`, one on CPU, 1.5 s each. Each stall's report names the handler the engineer
+/// `time.sleep(3)`, one on CPU for 3 s. Each stall's report names the handler the engineer
 /// wrote — culprit, stall frame with its file and line — not the interpreter's C code.
 @Suite(.serialized) struct PythonWatchTests {
     typealias P = PythonInterpreters
