@@ -76,7 +76,11 @@ import Glibc
         // both runs are over (SIGTERM finalises and exits 0).
         let deadline = Date().addingTimeInterval(60)
         while supervisor.isRunning && Date() < deadline { usleep(50_000) }
-        usleep(300_000)
+        // Both stalls have their detected and ended lines (two each).
+        let lines = Date().addingTimeInterval(10)
+        while Date() < lines, occurrences("0x8badf00d hang", in: (try? String(contentsOfFile: stderrPath, encoding: .utf8)) ?? "") < 4 {
+            usleep(20_000)
+        }
         kill(process.processIdentifier, SIGTERM)
         #expect(finish(process) == 0)
         let stderr = try String(contentsOfFile: stderrPath, encoding: .utf8)
@@ -102,7 +106,7 @@ import Glibc
         let journal = try DatagramReceiver()
         let fixture = try FixtureProcess(["loop", "--script", "spin:1.4", "--gap", "0.3", "--exit-when-done"])
         let (process, stderrPath) = try startAgent(
-            ["--pid", "\(fixture.pid)", "--report-dir", dir], environment: ["STALLAGENT_JOURNAL_SOCKET": journal.path],
+            ["--pid", "\(fixture.pid)", "--report-dir", dir, "--launch-threshold", "1s"], environment: ["STALLAGENT_JOURNAL_SOCKET": journal.path],
             journalStderr: true)
         #expect(finish(process) == 0)
         let entries = journal.drain(quietFor: 0.5).compactMap(JournalWriter.decode)
@@ -169,14 +173,17 @@ import Glibc
         chmod(systemctl, 0o755)
         let notify = try DatagramReceiver()
         let (process, stderrPath) = try startAgent(
-            ["--unit", "demo", "--report-dir", dir + "/reports", "--retry-interval", "0.1s", "--duration", "5s"],
+            ["--unit", "demo", "--report-dir", dir + "/reports", "--retry-interval", "0.1s", "--duration", "60s"],
             environment: [
                 "STALLAGENT_SYSTEMCTL": systemctl, "STALLAGENT_CGROUP_ROOT": dir + "/no-cgroup-hierarchy",
                 "NOTIFY_SOCKET": notify.path, "WATCHDOG_USEC": "10000000",
             ])
-        usleep(800_000)
+        #expect(waitForText(stderrPath, "unit demo.service not found"))
         let fixture = try FixtureProcess(["loop", "--script", "idle:0.5,spin:1.3", "--gap", "0.3"])
         try "LoadState=loaded\nActiveState=active\nMainPID=\(fixture.pid)\n".write(toFile: properties, atomically: true, encoding: .utf8)
+        // Stopped once the stall is reported (SIGTERM finalises it), not at a fixed duration.
+        #expect(waitForText(stderrPath, "0x8badf00d hang", timeout: 30))
+        kill(process.processIdentifier, SIGTERM)
         #expect(finish(process) == 0)
         let stderr = try String(contentsOfFile: stderrPath, encoding: .utf8)
         #expect(stderr.components(separatedBy: "unit demo.service not found").count - 1 == 1, "\(stderr)")
@@ -200,14 +207,14 @@ import Glibc
         let units = dir + "/units"
         try FileManager.default.createDirectory(atPath: units, withIntermediateDirectories: true)
         let (process, stderrPath) = try startAgent(
-            ["--unit", "demo@x", "--report-dir", dir + "/reports", "--retry-interval", "0.1s", "--duration", "6s"],
+            ["--unit", "demo@x", "--report-dir", dir + "/reports", "--retry-interval", "0.1s", "--duration", "60s"],
             environment: ["STALLAGENT_CGROUP_ROOT": root, "SYSTEMD_UNIT_PATH": units, "STALLAGENT_SYSTEMCTL": "/bin/false"])
-        usleep(500_000)
+        #expect(waitForText(stderrPath, "unit demo@x.service not found"))
         // The template defines the instance; its cgroup exists but is empty (inactive).
         _ = FileManager.default.createFile(atPath: units + "/demo@.service", contents: Data())
         try FileManager.default.createDirectory(atPath: unitDir, withIntermediateDirectories: true)
         _ = FileManager.default.createFile(atPath: unitDir + "/cgroup.procs", contents: Data())
-        usleep(500_000)
+        #expect(waitForText(stderrPath, "unit demo@x.service has no processes"))
         let fixture = try FixtureProcess(["loop", "--script", "idle:0.5,spin:1.3", "--gap", "0.3"])
         // A younger process whose parent is also outside the cgroup: not the main one.
         let helper = Process()
@@ -219,6 +226,8 @@ import Glibc
             helper.waitUntilExit()
         }
         try "\(helper.processIdentifier)\n\(fixture.pid)\n".write(toFile: unitDir + "/cgroup.procs", atomically: true, encoding: .utf8)
+        #expect(waitForText(stderrPath, "0x8badf00d hang", timeout: 30))
+        kill(process.processIdentifier, SIGTERM)
         #expect(finish(process) == 0)
         let stderr = try String(contentsOfFile: stderrPath, encoding: .utf8)
         #expect(stderr.components(separatedBy: "unit demo@x.service not found").count - 1 == 1, "\(stderr)")
@@ -274,7 +283,7 @@ import Glibc
                 agent,
                 [
                     "--pid", "\(fixture.pid)", "--report-dir", dir + "/reports", "--state-dir", dir + "/state",
-                    "--min-report-interval", "1h",
+                    "--min-report-interval", "1h", "--launch-threshold", "1s",
                 ], timeout: 30)
             #expect(result.status == 0)
             outputs.append(result.stderr)
@@ -296,7 +305,7 @@ import Glibc
             }
         }
         let fixture = try FixtureProcess(["loop", "--script", "spin:1.3", "--gap", "0.3", "--exit-when-done"])
-        let result = try runCommand(agent, ["--pid", "\(fixture.pid)", "--report-dir", dir, "--max-reports", "3"], timeout: 30)
+        let result = try runCommand(agent, ["--pid", "\(fixture.pid)", "--report-dir", dir, "--max-reports", "3", "--launch-threshold", "1s"], timeout: 30)
         #expect(result.status == 0)
         let stems = Set(try FileManager.default.contentsOfDirectory(atPath: dir).filter { !$0.hasPrefix(".") }.map { $0.split(separator: ".")[0] })
         #expect(stems.count == 3, "\(stems)")
@@ -307,11 +316,11 @@ import Glibc
     /// A full disk: the agent warns, keeps watching, leaves no temporary or partial files,
     /// and its summary says the report could not be written.
     @Test func aFullDiskIsSurvived() throws {
-        try #require(getuid() == 0, "mounting a tiny tmpfs needs root")
+        guard getuid() == 0 else { try Test.cancel("mounting a tiny tmpfs needs root") }
         let mountPoint = try temporaryDirectory("full")
         defer { try? FileManager.default.removeItem(atPath: mountPoint) }
         let mount = try runCommand(URL(fileURLWithPath: "/bin/mount"), ["-t", "tmpfs", "-o", "size=16k", "tmpfs", mountPoint])
-        try #require(mount.status == 0, "\(mount.stderr)")
+        guard mount.status == 0 else { try Test.cancel("cannot mount a tmpfs here: \(mount.stderr)") }
         defer { _ = try? runCommand(URL(fileURLWithPath: "/bin/umount"), [mountPoint]) }
         _ = FileManager.default.createFile(atPath: mountPoint + "/fill", contents: Data(repeating: 0, count: 12 * 1024))
         let fixture = try FixtureProcess(["loop", "--script", "spin:1.3", "--gap", "0.3", "--exit-when-done"])
@@ -319,7 +328,7 @@ import Glibc
             agent,
             [
                 "--pid", "\(fixture.pid)", "--report-dir", mountPoint + "/reports", "--metrics-file", mountPoint + "/m.prom",
-                "--metrics-interval", "0.2s",
+                "--metrics-interval", "0.2s", "--launch-threshold", "1s",
             ], timeout: 30)
         #expect(result.status == 0, "\(result.stderr)")
         #expect(result.stderr.contains("No space left on device"), "\(result.stderr)")
@@ -335,15 +344,23 @@ import Glibc
         let fixture = try FixtureProcess(["idle"])
         let dir = try temporaryDirectory("listen")
         defer { try? FileManager.default.removeItem(atPath: dir) }
-        let port = Int.random(in: 20_000...40_000)
+        // Port 0: the kernel picks a free one; the test reads which from the agent's socket.
         let (process, stderrPath) = try startAgent([
-            "--pid", "\(fixture.pid)", "--report-dir", dir, "--metrics-listen", "127.0.0.1:\(port)", "--duration", "4s",
+            "--pid", "\(fixture.pid)", "--report-dir", dir, "--metrics-listen", "127.0.0.1:0", "--duration", "60s",
         ])
-        usleep(1_500_000)
-        let curl = try runCommand(URL(fileURLWithPath: "/usr/bin/curl"), ["-sS", "-i", "http://127.0.0.1:\(port)/metrics"])
+        let port = try #require(KernelState.listeningPort(of: process.processIdentifier), "the agent never listened")
+        // Scraped until the target is attached (the listener is up from the start).
+        var curl = CommandResult(status: -1, stdout: "", stderr: "")
+        let deadline = Date().addingTimeInterval(10)
+        while Date() < deadline, !curl.stdout.contains(#"stallagent_target_up{target="stall-fixtures"} 1"#) {
+            curl = try runCommand(URL(fileURLWithPath: "/usr/bin/curl"), ["-sS", "-i", "http://127.0.0.1:\(port)/metrics"])
+            if !curl.stdout.contains(#"stallagent_target_up{target="stall-fixtures"} 1"#) { usleep(50_000) }
+        }
         let missing = try runCommand(URL(fileURLWithPath: "/usr/bin/curl"), ["-sS", "-o", "/dev/null", "-w", "%{http_code}", "http://127.0.0.1:\(port)/nope"])
         // A second agent on the same port: a clear error and its exit code, at start.
         let clash = try runCommand(agent, ["--pid", "\(fixture.pid)", "--report-dir", dir, "--metrics-listen", "127.0.0.1:\(port)", "--duration", "1s"])
+        // Stopped once the clash is seen (SIGTERM: a clean exit 0).
+        kill(process.processIdentifier, SIGTERM)
         #expect(finish(process) == 0, "\(String(describing: try? String(contentsOfFile: stderrPath, encoding: .utf8)))")
         #expect(curl.stdout.hasPrefix("HTTP/1.1 200 OK"), "\(curl)")
         #expect(curl.stdout.contains("text/plain; version=0.0.4"))
@@ -372,7 +389,7 @@ import Glibc
     /// (what the units grant) watches a root process. CAP_SYS_PTRACE alone is not enough —
     /// /proc/PID/syscall is 0400 and owned by the target's user — and the error says so.
     @Test func unprivilegedUserWithPtraceCapabilitiesWorks() throws {
-        try #require(getuid() == 0, "needs root to drop to an unprivileged user")
+        guard getuid() == 0 else { try Test.cancel("needs root to drop to an unprivileged user") }
         let dir = try temporaryDirectory("caps")
         defer { try? FileManager.default.removeItem(atPath: dir) }
         chown(dir, 65534, 65534)
@@ -387,7 +404,7 @@ import Glibc
         let withCaps = try runCommand(
             setpriv,
             dropped(",+sys_ptrace,+dac_read_search") + [
-                agent.path, "--pid", "\(fixture.pid)", "--report-dir", dir + "/reports",
+                agent.path, "--pid", "\(fixture.pid)", "--report-dir", dir + "/reports", "--launch-threshold", "1s",
             ], timeout: 30)
         #expect(withCaps.status == 0, "\(withCaps.stderr)")
         #expect(withCaps.stderr.contains("0x8badf00d hang"), "\(withCaps.stderr)")
@@ -404,7 +421,7 @@ import Glibc
     /// Under systemd a missing capability is the unit's setting to fix: the agent exits naming
     /// it, rather than waiting forever with advice for a terminal.
     @Test func missingCapabilityUnderSystemdExitsNamingTheUnitSetting() throws {
-        try #require(getuid() == 0, "needs root to drop to an unprivileged user")
+        guard getuid() == 0 else { try Test.cancel("needs root to drop to an unprivileged user") }
         let dir = try temporaryDirectory("unitcaps")
         defer { try? FileManager.default.removeItem(atPath: dir) }
         chown(dir, 65534, 65534)

@@ -165,7 +165,8 @@ extension HostAgentIntegrationTests {
         }
         1;
         """.write(toFile: dir + "/Stall.pm", atomically: true, encoding: .utf8)
-        let port = Int.random(in: 20000..<40000)
+        // A socket in the test's own directory: no port to collide with (nginx refuses port 0).
+        let socket = dir + "/nginx.sock"
         try """
         load_module /usr/lib/nginx/modules/ngx_http_perl_module.so;
         daemon off;
@@ -179,7 +180,7 @@ extension HostAgentIntegrationTests {
             perl_modules \(dir);
             perl_require Stall.pm;
             server {
-                listen 127.0.0.1:\(port);
+                listen unix:\(socket);
                 location /stall { perl Stall::handler; }
             }
         }
@@ -223,7 +224,8 @@ extension HostAgentIntegrationTests {
             for pid in [master] + workers {
                 #expect(waitForText(stderrPath, "[\(pid)]'s main thread"), "\(how)")
             }
-            let curl = try runCommand(URL(fileURLWithPath: "/usr/bin/curl"), ["-sS", "-m", "20", "http://127.0.0.1:\(port)/stall?s=2"], timeout: 30)
+            let curl = try runCommand(
+                URL(fileURLWithPath: "/usr/bin/curl"), ["-sS", "-m", "20", "--unix-socket", socket, "http://localhost/stall?s=2"], timeout: 30)
             #expect(curl.stdout == "slept\n", "\(how): \(curl.stderr)")
             #expect(waitForText(stderrPath, "stallagent: watching nginx") && waitForText(stderrPath, "0xbaadca11 blocked"), "\(how)")
             usleep(300_000)

@@ -11,6 +11,7 @@ import Glibc
 
     @Test func textDumpOfSpinningProcess() throws {
         let fixture = try FixtureProcess(["spin"])
+        try #require(KernelState.waitUntilSpinning(fixture.pid), "the fixture never ran its loop")
         let result = try runCommand(agent, ["dump", "--pid", "\(fixture.pid)"])
         #expect(result.status == 0)
         #expect(result.stdout.contains("Process:         stall-fixtures [\(fixture.pid)]"))
@@ -20,7 +21,7 @@ import Glibc
 
     @Test func jsonDumpHasFrameFields() throws {
         let fixture = try FixtureProcess(["sleep"])
-        usleep(50_000)
+        try #require(KernelState.waitUntilBlocked(fixture.pid, in: [35, 230]), "never in nanosleep")
         let result = try runCommand(agent, ["dump", "--pid", "\(fixture.pid)", "--json"])
         #expect(result.status == 0)
         let object = try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any]
@@ -47,15 +48,15 @@ import Glibc
 
     @Test func zombieIsRefused() throws {
         let fixture = try FixtureProcess(["zombie-parent"])
+        // Printed once waitid(WNOWAIT) has seen the child exit: a zombie from here on.
         let zombie = try #require(fixture.fields["zombie"])
-        usleep(50_000)
         let result = try runCommand(agent, ["dump", "--pid", zombie])
         #expect(result.status == 5)
         #expect(result.stderr.contains("zombie"))
     }
 
     @Test func unprivilegedUserIsToldHowToFixIt() throws {
-        guard getuid() == 0 else { return }  // needs root to switch to nobody
+        guard getuid() == 0 else { try Test.cancel("needs root to switch to nobody") }
         let fixture = try FixtureProcess(["spin"])
         // Copy the binary somewhere nobody can execute it from.
         let copy = URL(fileURLWithPath: "/tmp/stallagent-test-\(getpid())")
@@ -74,7 +75,7 @@ import Glibc
         // Seize it from another process: a child tracer that holds it for a while.
         let tracer = Process()
         tracer.executableURL = URL(fileURLWithPath: "/usr/bin/gdb")
-        guard FileManager.default.isExecutableFile(atPath: tracer.executableURL!.path) else { return }
+        guard FileManager.default.isExecutableFile(atPath: tracer.executableURL!.path) else { try Test.cancel("gdb is not installed") }
         tracer.arguments = ["-q", "-batch", "-p", "\(fixture.pid)", "-ex", "shell sleep 3"]
         tracer.standardOutput = FileHandle.nullDevice
         tracer.standardError = FileHandle.nullDevice
@@ -87,7 +88,7 @@ import Glibc
             usleep(10_000)
             traced = (fixture.procStatus?.tracer ?? 0) != 0
         }
-        guard traced else { return }
+        guard traced else { try Test.cancel("gdb did not attach within 2 s (ptrace restricted?)") }
         let result = try runCommand(agent, ["dump", "--pid", "\(fixture.pid)"])
         // gdb stops the process, so the main thread is read without a stop; either way the
         // dump must not fail with a crash or hang.

@@ -35,6 +35,7 @@ import Glibc
 
     @Test func runningThreadIsStoppedBrieflyAndUnwound() throws {
         let fixture = try FixtureProcess(["spin"])
+        try #require(KernelState.waitUntilSpinning(fixture.pid), "the fixture never ran its loop")
         let inspector = try ProcessInspector(pid: fixture.pid)
         let dump = try inspector.dump(tid: fixture.pid)
         #expect(dump.activity == .running)
@@ -67,14 +68,15 @@ import Glibc
     }
 
     @Test func blockedThreadsAreCapturedWithoutStopping() throws {
-        let cases: [(args: [String], activity: ThreadActivity, names: [String])] = [
-            (["sleep"], .blockedCall, ["sleep_forever", "run_sleep", "main"]),
-            (["pipe"], .blockedCall, ["read_from_pipe", "run_pipe", "main"]),
-            (["idle"], .idle, ["idle_wait_loop", "run_idle", "main"]),
+        // With the system calls each waits in: nanosleep/clock_nanosleep, read, epoll_wait/epoll_pwait.
+        let cases: [(args: [String], activity: ThreadActivity, names: [String], syscalls: Set<Int>)] = [
+            (["sleep"], .blockedCall, ["sleep_forever", "run_sleep", "main"], [35, 230]),
+            (["pipe"], .blockedCall, ["read_from_pipe", "run_pipe", "main"], [0]),
+            (["idle"], .idle, ["idle_wait_loop", "run_idle", "main"], [232, 281, 441]),
         ]
         for testCase in cases {
             let fixture = try FixtureProcess(testCase.args)
-            usleep(50_000)
+            try #require(KernelState.waitUntilBlocked(fixture.pid, in: testCase.syscalls), "\(testCase.args): never in its wait")
             let inspector = try ProcessInspector(pid: fixture.pid)
             let dump = try inspector.dump(tid: fixture.pid)
             #expect(dump.activity == testCase.activity, "\(testCase.args)")
@@ -86,7 +88,7 @@ import Glibc
 
     @Test func mutexWaitNamesTheOwner() throws {
         let fixture = try FixtureProcess(["mutex"])
-        usleep(50_000)
+        try #require(KernelState.waitUntilBlocked(fixture.pid, in: [202]), "never in futex")
         let holder = try #require(fixture.fields["holder_tid"].flatMap { Int32($0) })
         let inspector = try ProcessInspector(pid: fixture.pid)
         let dump = try inspector.dump(tid: fixture.pid)
@@ -102,7 +104,7 @@ import Glibc
     /// 100 dumps of an idle event loop: never a ptrace stop, never an EINTR in the target.
     @Test func idleTargetSeesNoEINTR() throws {
         let fixture = try FixtureProcess(["idle"])
-        usleep(50_000)
+        try #require(KernelState.waitUntilBlocked(fixture.pid, in: [232, 281, 441]), "never in epoll_wait")
         let inspector = try ProcessInspector(pid: fixture.pid)
         for _ in 0..<100 {
             let dump = try inspector.dump(tid: fixture.pid)
@@ -140,7 +142,7 @@ import Glibc
 
     @Test func allThreadsAreNamed() throws {
         let fixture = try FixtureProcess(["threads", "3"])
-        usleep(50_000)
+        // "ready" comes once every worker is named and asleep (the fixture checks their syscalls).
         let inspector = try ProcessInspector(pid: fixture.pid)
         let dump = try inspector.dumpProcess(allThreads: true)
         #expect(dump.threads.count == 4)

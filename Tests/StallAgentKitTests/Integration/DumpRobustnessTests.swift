@@ -28,7 +28,7 @@ import Glibc
             kill(process.processIdentifier, SIGKILL)
             process.waitUntilExit()
         }
-        usleep(200_000)
+        try #require(KernelState.waitUntilSpinning(process.processIdentifier), "the fixture never ran its loop")
         let inspector = try ProcessInspector(pid: process.processIdentifier)
         let dump = try inspector.dump(tid: process.processIdentifier)
         #expect(dump.frames.count >= 3)

@@ -65,6 +65,8 @@ import Glibc
     func saturatedLoopIsSilentAndOneSlowTurnIsReportedOnce(mode: LoopTurnMode) throws {
         let log = FileManager.default.temporaryDirectory.appendingPathComponent("loop-\(UUID().uuidString).jsonl").path
         defer { unlink(log) }
+        // The saturated stretches are long beside the slow turn: the turn-rate check below
+        // needs them to outweigh it on a busy machine (2 s each read 84 turns/s beside two CPU hogs).
         let fixture = try FixtureProcess([
             "loop", "--script", "saturate:4,spin:1.3,saturate:3", "--gap", "0.3", "--log", log, "--exit-when-done",
         ])
@@ -168,6 +170,7 @@ import Glibc
                     "--reuid=65534", "--regid=65534", "--clear-groups", "--no-new-privs", "--inh-caps=-all\(caps)",
                     "--ambient-caps=-all\(caps)", "--bounding-set=-all\(caps)",
                     FixtureProcess.stallagentURL.path, "--pid", "\(fixture.pid)", "--report-dir", dir + "/" + reports,
+                    "--launch-threshold", "1s",
                 ], timeout: 30)
         }
         let refused = try agent(caps: ",+sys_ptrace,+dac_read_search", reports: "a")

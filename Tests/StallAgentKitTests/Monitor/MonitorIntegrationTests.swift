@@ -45,7 +45,7 @@ import Glibc
         defer { unlink(log) }
         let fixture = try FixtureProcess([
             "loop", "--script", "spin:1.5,sleep:1.3,mutex:1.3,pipe:1.3,io:1.3,starve:1.6,short:1.5",
-            "--gap", "0.8", "--log", log, "--exit-when-done",
+            "--gap", "0.4", "--log", log, "--exit-when-done",
         ])
         let (summary, reportDir) = try watch(pid: fixture.pid, duration: 60)
         defer { try? FileManager.default.removeItem(atPath: reportDir) }
@@ -81,8 +81,10 @@ import Glibc
         #expect(!files.contains { $0.hasPrefix(".") }, "temporary files left: \(files)")
     }
 
+    /// 3 ms of work in every 5 ms tick for three thresholds: busy 60 % of the time, never
+    /// stalled.
     @Test func healthyLoopServingShortEventsYieldsNoReport() throws {
-        let fixture = try FixtureProcess(["loop", "--script", "short:10", "--gap", "0.3", "--exit-when-done"])
+        let fixture = try FixtureProcess(["loop", "--script", "short:3", "--gap", "0.3", "--exit-when-done"])
         let (summary, reportDir) = try watch(pid: fixture.pid, duration: 40)
         defer { try? FileManager.default.removeItem(atPath: reportDir) }
         #expect(summary.stalls.isEmpty, "\(summary.stalls.map { "\($0.reason.name) \($0.duration)" })")

@@ -51,7 +51,12 @@ import Glibc
         process.arguments = ["--pid", "\(fixture.pid)", "--report-dir", dir]
         process.standardError = FileHandle.nullDevice
         try process.run()
-        usleep(2_500_000)
+        // The report is written, marked ongoing, once the stall passes its threshold (the
+        // launch threshold if the agent attached after the fixture's idle start).
+        let deadline = Date().addingTimeInterval(30)
+        while Date() < deadline, (try? FileManager.default.contentsOfDirectory(atPath: dir))?.contains(where: { $0.hasSuffix(".json") }) != true {
+            usleep(20_000)
+        }
         kill(process.processIdentifier, SIGTERM)
         process.waitUntilExit()
         #expect(process.terminationStatus == 0)
@@ -71,13 +76,23 @@ import Glibc
     /// the target keeps running — never left stopped.
     @Test func agentKilledMidSamplingLeavesTargetRunning() throws {
         let fixture = try FixtureProcess(["loop", "--script", "spin:30", "--gap", "0.3"])
-        for _ in 0..<5 {
+        // Killed at five points after it attached (sampling from its first probe: the target
+        // is busy), before and after its first report (at the 1 s threshold).
+        for delay: UInt32 in [200_000, 500_000, 800_000, 1_100_000, 1_400_000] {
+            let stderrPath = reportDir() + ".err"
+            _ = FileManager.default.createFile(atPath: stderrPath, contents: nil)
+            defer { unlink(stderrPath) }
             let process = Process()
             process.executableURL = agent
             process.arguments = ["--pid", "\(fixture.pid)", "--report-dir", reportDir(), "--sample-interval", "5ms"]
-            process.standardError = FileHandle.nullDevice
+            process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: stderrPath))
             try process.run()
-            usleep(UInt32.random(in: 1_200_000...1_800_000))
+            let deadline = Date().addingTimeInterval(30)
+            while Date() < deadline, (try? String(contentsOfFile: stderrPath, encoding: .utf8))?.contains("watching") != true {
+                usleep(10_000)
+            }
+            try #require((try? String(contentsOfFile: stderrPath, encoding: .utf8))?.contains("watching") == true, "the agent never attached")
+            usleep(delay)
             kill(process.processIdentifier, SIGKILL)
             process.waitUntilExit()
             usleep(50_000)
@@ -91,7 +106,7 @@ import Glibc
         let fixture = try FixtureProcess(["loop", "--script", "spin:1.3", "--gap", "0.3", "--exit-when-done"])
         let dir = reportDir()
         defer { try? FileManager.default.removeItem(atPath: dir) }
-        let result = try runCommand(agent, ["--pid", "\(fixture.pid)", "--report-dir", dir], timeout: 30)
+        let result = try runCommand(agent, ["--pid", "\(fixture.pid)", "--report-dir", dir, "--launch-threshold", "1s"], timeout: 30)
         #expect(result.status == 0)
         #expect(result.stderr.contains("1 stall"))
         #expect(result.stderr.contains("0x8badf00d"))

@@ -90,7 +90,7 @@ import Glibc
         let script = try P.script("nested.py", P.nested)
         let target = try FixtureProcess([script, "sleep"], executable: URL(fileURLWithPath: P.pyenv310))
         defer { target.stop() }
-        usleep(200_000)
+        try #require(KernelState.waitUntilBlocked(target.pid), "never in time.sleep")
         let result = try runCommand(FixtureProcess.stallagentURL, ["dump", "--pid", "\(target.pid)", "--json"])
         #expect(result.status == 0)
         let dump = try JSONDecoder().decode(ProcessDump.self, from: Data(result.stdout.utf8))
@@ -106,7 +106,7 @@ import Glibc
         let script = try P.script("nested.py", P.nested)
         let target = try FixtureProcess([script, "sleep"], executable: URL(fileURLWithPath: P.pyenv312))
         defer { target.stop() }
-        usleep(200_000)
+        try #require(KernelState.waitUntilBlocked(target.pid), "never in time.sleep")
         let result = try runCommand(FixtureProcess.stallagentURL, ["dump", "--pid", "\(target.pid)", "--no-python-frames"])
         #expect(result.status == 0)
         #expect(!result.stdout.contains("nested.py"))

@@ -48,7 +48,9 @@ enum PythonInterpreters {
 
         """
 
-    /// An asyncio server with one handler that sleeps and one that burns CPU, 3 s each.
+    /// An asyncio server with one handler that sleeps and one that burns CPU, 3 s each: long
+    /// enough that the samples taken before the handler was entered have left the ring when
+    /// the stall frame is chosen (at 1.5 s, a loaded machine named `handle`).
     static let asyncServer = """
         import asyncio, sys, time
 

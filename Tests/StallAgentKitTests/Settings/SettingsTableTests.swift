@@ -99,7 +99,7 @@ import Testing
     /// Each bad value: exit 64 and `--flag: PROBLEM` on the command line, exit 78 and
     /// `FILE:LINE: 'key': PROBLEM` in the config file, PROBLEM the same.
     @Test func everyBadValueIsRefusedTheSameWayOnBothPaths() throws {
-        var checked = 0
+        var cases: [(flag: String, text: String, problem: SettingProblem)] = []
         for setting in Settings.all {
             guard let flag = setting.flag, let key = setting.configKey else { continue }
             for text in Self.badTexts(for: setting) {
@@ -107,15 +107,6 @@ import Testing
                     Issue.record("--\(flag) \(text) accepted")
                     continue
                 }
-                let cli = try runCommand(agent, ["watch", "--pid", "1", "--\(flag)", text])
-                #expect(cli.status == 64, "--\(flag) \(text): \(cli.stderr)")
-                #expect(cli.stderr.contains("Error: --\(flag): \(problem)"), "--\(flag) \(text): \(cli.stderr)")
-                // `--flag=` is ArgumentParser's "missing value", also exit 64.
-                if !text.isEmpty {
-                    let joined = try runCommand(agent, ["watch", "--pid", "1", "--\(flag)=\(text)"])
-                    #expect(joined.status == 64 && joined.stderr.contains("Error: --\(flag): \(problem)"), "\(joined.stderr)")
-                }
-
                 let (yaml, line) = Self.yaml(key, text)
                 do {
                     _ = try AgentConfiguration.parse(yaml, path: "/etc/stallagent/stallagent.yaml")
@@ -124,10 +115,28 @@ import Testing
                     #expect(error.exitCode == 78)
                     #expect("\(error)" == "/etc/stallagent/stallagent.yaml:\(line): '\(key)': \(problem)")
                 }
-                checked += 1
+                cases.append((flag, text, problem))
             }
         }
-        #expect(checked > 50)
+        #expect(cases.count > 50)
+        // The command line: two agents per value (`--flag VALUE` and `--flag=VALUE`), each an
+        // independent process, four at a time.
+        let agent = agent
+        let arguments = cases.flatMap { flag, text, _ in
+            [["watch", "--pid", "1", "--\(flag)", text]] + (text.isEmpty ? [] : [["watch", "--pid", "1", "--\(flag)=\(text)"]])
+        }
+        let results = Dictionary(
+            uniqueKeysWithValues: zip(arguments.map { $0.joined(separator: " ") }, try concurrentMap(arguments.count) { try runCommand(agent, arguments[$0]) }))
+        for (flag, text, problem) in cases {
+            let cli = try #require(results["watch --pid 1 --\(flag) \(text)"])
+            #expect(cli.status == 64, "--\(flag) \(text): \(cli.stderr)")
+            #expect(cli.stderr.contains("Error: --\(flag): \(problem)"), "--\(flag) \(text): \(cli.stderr)")
+            // `--flag=` is ArgumentParser's "missing value", also exit 64.
+            if !text.isEmpty {
+                let joined = try #require(results["watch --pid 1 --\(flag)=\(text)"])
+                #expect(joined.status == 64 && joined.stderr.contains("Error: --\(flag): \(problem)"), "\(joined.stderr)")
+            }
+        }
     }
 
     /// The whole way through the binary, and the new `perf-sampling` and `keep-argv` keys.

@@ -27,7 +27,7 @@ import Glibc
     @Test func staticFunctionsOfAStrippedBinaryAreNotNamedAfterTheirNeighbours() throws {
         let (unstripped, stripped) = try DynsymGapTests.binaries.get()
         let fixture = try FixtureProcess([], executable: stripped)
-        usleep(100_000)
+        try #require(KernelState.waitUntilBlocked(fixture.pid, in: [0]), "never in read()")
         let dump = try ProcessInspector(pid: fixture.pid).dump(tid: fixture.pid)
         let own = dump.frames.filter { $0.module == stripped.lastPathComponent }
         let names = dump.frames.map(\.displayName)
@@ -74,7 +74,6 @@ import Glibc
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("stallagent-nginx-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory.appendingPathComponent("logs"), withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
-        let port = 20_000 + Int(getpid() % 20_000)
         try """
         daemon off;
         master_process off;
@@ -83,7 +82,7 @@ import Glibc
         events { worker_connections 16; }
         http { access_log off; client_body_temp_path \(directory.path); proxy_temp_path \(directory.path);
                fastcgi_temp_path \(directory.path); uwsgi_temp_path \(directory.path); scgi_temp_path \(directory.path);
-               server { listen 127.0.0.1:\(port); return 200; } }
+               server { listen unix:\(directory.path)/nginx.sock; return 200; } }
         """.write(to: directory.appendingPathComponent("nginx.conf"), atomically: true, encoding: .utf8)
         let nginx = try FixtureProcess(
             ["-p", directory.path, "-c", directory.appendingPathComponent("nginx.conf").path],

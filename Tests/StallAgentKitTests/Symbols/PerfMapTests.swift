@@ -103,7 +103,7 @@ import Glibc
             process.stop()
             unlink("/tmp/perf-\(process.pid).map")
         }
-        usleep(50_000)
+        try #require(KernelState.waitUntilSpinning(process.pid), "never ran its JIT loop")
         let dump = try ProcessInspector(pid: process.pid).dump(tid: process.pid)
         let top = try #require(dump.frames.first)
         #expect(top.function == "LazyCompile:*hotLoop app.js:42", "\(dump.frames.map(\.displayName))")

@@ -25,8 +25,12 @@ import Glibc
 
     func start(_ mode: String) throws -> FixtureProcess {
         let process = try FixtureProcess([mode], executable: try FramePointerUnwindTests.binary.get())
-        // "ready" is printed just before the wait: let the thread get there.
-        usleep(100_000)
+        // "ready" is printed just before the wait (or, for `jit`, the spin): let the thread get there.
+        if mode == "jit" {
+            try #require(KernelState.waitUntilSpinning(process.pid), "\(mode): never ran its loop")
+        } else {
+            try #require(KernelState.waitUntilBlocked(process.pid, in: mode == "epoll" ? [232, 281, 441] : [0]), "\(mode): never in its wait")
+        }
         return process
     }
 

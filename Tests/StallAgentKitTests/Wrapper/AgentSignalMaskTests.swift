@@ -118,9 +118,11 @@ import Glibc
             #expect(blocked.map { $0 & stop } == stop, "thread \(tid): SigBlk \(String(blocked ?? 0, radix: 16))")
             #expect(blocked.map { $0 & Self.bits([SIGUSR1]) } == 0, "thread \(tid): SigBlk \(String(blocked ?? 0, radix: 16))")
         }
-        // The target sleeps in epoll_wait, so the agent sleeps in poll for up to a second.
+        // The target sleeps in epoll_wait, so the agent sleeps in poll for up to a second: the
+        // stop lands somewhere inside that second (seeded, so a failure replays).
+        var generator = SplitMix64(seed: 0x516_7e4d)
         for _ in 0..<3 {
-            usleep(UInt32.random(in: 100_000...400_000))
+            usleep(UInt32.random(in: 100_000...400_000, using: &generator))
             #expect(fixture.process.isRunning)
         }
         let sent = Date()
