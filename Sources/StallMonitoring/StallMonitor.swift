@@ -77,8 +77,8 @@ public final class StallMonitor {
     /// pytest ran 1.38× slower with them, 1.07× without. A wait the loop is seen idle in later
     /// is added to the counted set (`LoopTurnCounter.count(wait:)`).
     private var countersAwaitIdle = false
-    /// The syscall file as the latest probe read it.
-    private var probedSyscall: ProcSyscallInfo?
+    /// The system call the latest probe found the thread in.
+    private var probedSyscallNumber: Int?
     public private(set) var loopTurnsNote: String?
     private var turnCounter: LoopTurnCounter?
     private var lastTurnCount: UInt64?
@@ -301,7 +301,7 @@ public final class StallMonitor {
         if observation.activity == .idle, lastObservation?.activity != .idle { idleEntries &+= 1 }
         let loopWait =
             observation.activity == .idle && (countersAwaitIdle || turnCounter != nil)
-            ? probedSyscall?.syscallNumber.flatMap { Self.loopWaits[$0] } : nil
+            ? probedSyscallNumber.flatMap { Self.loopWaits[$0] } : nil
         if countersAwaitIdle {
             if let loopWait {
                 openCountersNow(waits: [loopWait])
@@ -491,7 +491,7 @@ public final class StallMonitor {
 
     private func observe(at now: Double, turned: Bool) -> ThreadObservation {
         let syscall = probe.syscall()
-        probedSyscall = syscall
+        probedSyscallNumber = syscall?.syscallNumber
         let waitVerdict = syscall.flatMap { waitSiteVerdict($0, turned: turned) }
         inNestedWait = waitVerdict == .nested
         // The common case, an idle event loop, is decided by the syscall file alone: stat and
