@@ -287,7 +287,7 @@ public final class CaptureBenchmark {
         let (f2, c2) = try runningTarget("running target, deep (deep 120)", ["deep", "120"])
         log(
             String(
-                format: "\ngoal: capture pause ≤ 1.5x floor, independent of depth → shallow %.2fx, deep %.2fx; deep/shallow capture %.2fx",
+                format: "\ngoal (issue 14): ptrace capture pause ≤ 1.2x floor, independent of depth → shallow %.2fx, deep %.2fx; deep/shallow capture %.2fx",
                 f1 > 0 ? c1 / f1 : 0, f2 > 0 ? c2 / f2 : 0, c1 > 0 ? c2 / c1 : 0))
         if let perfShallow, let perfDeep = lastPerfRatio {
             log(String(format: "goal: perf_event sample pause ≤ 0.5x floor, no stop → shallow %.2fx, deep %.2fx", perfShallow, perfDeep))

@@ -116,7 +116,7 @@ public final class MonitorBenchmark {
         let a = Percentiles(watched).p50
         let b = Percentiles(unwatched).p50
         log("\nbusy target (spin, never idle: one continuous stall), \(rounds) A/B rounds of \(Int(seconds)) s, default settings (20 Hz)")
-        log(String(format: "  iterations/s median: watched %.0f, unwatched %.0f → throughput loss %.2f %%   goal: < 1 %%", a, b, b > 0 ? 100 * (b - a) / b : 0))
+        log(String(format: "  iterations/s median: watched %.0f, unwatched %.0f → throughput loss %.2f %%   goal: < 0.3 %%", a, b, b > 0 ? 100 * (b - a) / b : 0))
         log("  \(agentLine(lastSummary))")
     }
 
@@ -127,7 +127,7 @@ public final class MonitorBenchmark {
         capture.rateHz = 200
         capture.log = log
         let (floor, sample) = try capture.runningTarget("per-sample pause at 200 Hz (spin-timed)", ["spin-timed"])
-        log(String(format: "  goal: sample pause ≤ 1.5x floor → %.2fx", floor > 0 ? sample / floor : 0))
+        log(String(format: "  goal: ptrace capture pause ≤ 1.2x floor → %.2fx (perf_event sample above: ≤ 0.5x)", floor > 0 ? sample / floor : 0))
     }
 
     /// Report latency and duration accuracy against the fixture's own log.
