@@ -116,7 +116,9 @@ public final class MonitorBenchmark {
         let a = Percentiles(watched).p50
         let b = Percentiles(unwatched).p50
         log("\nbusy target (spin, never idle: one continuous stall), \(rounds) A/B rounds of \(Int(seconds)) s, default settings (20 Hz)")
-        log(String(format: "  iterations/s median: watched %.0f, unwatched %.0f → throughput loss %.2f %%   goal: < 0.3 %%", a, b, b > 0 ? 100 * (b - a) / b : 0))
+        log(
+            String(
+                format: "  iterations/s median: watched %.0f, unwatched %.0f → throughput loss %.2f %%   goal: < 0.3 %%", a, b, b > 0 ? 100 * (b - a) / b : 0))
         log("  \(agentLine(lastSummary))")
     }
 
