@@ -141,6 +141,9 @@ public final class StallMonitor {
         self.options = options
         self.log = log
         self.fingerprints = fingerprints
+        // Its age when the attach began, not after it: loading the modules' symbols can take
+        // a second on a loaded machine, and a process attached to while young is launching.
+        let age = StallMonitor.processAge(pid: pid)
         var captureOptions = ThreadCapturer.Options()
         captureOptions.maxStackBytes = options.maxStackBytes
         inspector = try ProcessInspector(
@@ -159,7 +162,6 @@ public final class StallMonitor {
         if options.loopTurns == .stackRule { loopProbe = nil }
         if let note = loopTurnsNote { log("stallagent: loop turns: \(note)") }
         // A process attached to long after it started is past its launch: use the loop threshold.
-        let age = StallMonitor.processAge(pid: inspector.pid)
         detector = StallDetector(
             configuration: DetectorConfiguration(
                 threshold: options.threshold, launchThreshold: options.launchThreshold,
