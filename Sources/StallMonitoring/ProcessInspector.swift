@@ -167,6 +167,9 @@ public final class ProcessInspector {
     private var perfRefused = false
     /// Running-thread samples taken by perf_event.
     public private(set) var perfSamples = 0
+    /// ptrace captures taken twice because the stack changed while it was copied after the
+    /// first one's resume (`ThreadCapturer.captureStopped`).
+    public private(set) var stackChangedRetakes = 0
 
     /// Turns the thread's perf sampler on while it is busy and off while it is not. The first
     /// time, opens it; a refusal (permissions, the perf mlock limit) is final for this process.
@@ -239,6 +242,14 @@ public final class ProcessInspector {
                 {
                     let stopped = try capturer.captureStopped(
                         pid: pid, tid: tid, stackEnd: stackEnd, interpreter: interpreter)
+                    return (stopped, unwind(stopped))
+                }
+                // The copy made after the resume lost a word the unwind needs: the thread left
+                // those frames meanwhile. Once more, copied while stopped.
+                if snapshot.copiedAfterResume, stack.end == .stackChanged {
+                    stackChangedRetakes += 1
+                    let stopped = try capturer.captureStopped(
+                        pid: pid, tid: tid, stackEnd: stackEnd, interpreter: interpreter, copyingAfterResume: false)
                     return (stopped, unwind(stopped))
                 }
                 return (snapshot, stack)

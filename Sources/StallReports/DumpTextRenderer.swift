@@ -47,6 +47,7 @@ enum UnwindEndText {
         case .noUnwindInfo: return "no unwind information for a frame (JIT or stripped of .eh_frame)"
         case .badFrame: return "unwinding reached an invalid frame"
         case .notCode: return "the next return address does not point into code"
+        case .stackChanged: return "the stack changed while it was copied"
         }
     }
 }

@@ -122,6 +122,52 @@ FIXTURE_FRAME int run_deep(const struct fixture_args *args)
     return 0;
 }
 
+/* ---- churn ------------------------------------------------------------------------ */
+
+/* A stack that never holds still: calls down to a depth that changes every few
+ * microseconds and returns, alternating two functions with frames of different sizes, so the
+ * same stack address holds another return address or saved frame pointer from one descent to
+ * the next. A stack copied after a ptrace stop's resume then reads other frames than the stop
+ * saw, and the capture must notice it and copy again while stopped. */
+FIXTURE_FRAME uint64_t churn_wide(long depth);
+
+FIXTURE_FRAME uint64_t churn_descend(long depth)
+{
+    volatile uint64_t fill[24];
+    for (int i = 0; i < 24; i++)
+        fill[i] = (uint64_t)depth * 0x9E3779B97F4A7C15u + (uint64_t)i;
+    uint64_t result = depth <= 1 ? fill[depth & 7] : churn_wide(depth - 1);
+    KEEP_FRAME();
+    return result ^ fill[3];
+}
+
+FIXTURE_FRAME uint64_t churn_wide(long depth)
+{
+    volatile uint64_t fill[61];
+    for (int i = 0; i < 61; i++)
+        fill[i] = (uint64_t)depth * 0xC2B2AE3D27D4EB4Fu + (uint64_t)i;
+    uint64_t result = depth <= 1 ? fill[depth & 7] : churn_descend(depth - 1);
+    KEEP_FRAME();
+    return result ^ fill[5];
+}
+
+FIXTURE_FRAME int run_churn(const struct fixture_args *args)
+{
+    (void)args;
+    install_stop_handler(SIGTERM);
+    print_ready();
+    uint64_t seed = 88172645463325252u, acc = 0;
+    while (!stop_requested) {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        long depth = 1 + (long)(seed % 48);
+        acc += (seed >> 32) & 1 ? churn_descend(depth) : churn_wide(depth);
+    }
+    KEEP_FRAME();
+    return acc == 42 ? 1 : 0;
+}
+
 /* ---- exit-soon / exec-soon --------------------------------------------------------- */
 
 static uint64_t parse_ms(const struct fixture_args *args)

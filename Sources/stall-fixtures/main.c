@@ -35,6 +35,8 @@ static const struct mode modes[] = {
       "spin reading CLOCK_MONOTONIC, record gaps > 5 us; SIGTERM writes FILE and exits 0" },
     { "deep", run_deep, 0, 1, OPT_GAPS, "[N] [--gaps FILE]",
       "N (default 100) frames of recurse_deep, then spin in deep_leaf_spin" },
+    { "churn", run_churn, 0, 0, 0, "",
+      "spin in run_churn -> churn_descend <-> churn_wide, to a depth of 1-48 that changes every few microseconds" },
     { "sleep", run_sleep, 0, 0, 0, "",
       "nanosleep(3600 s) forever in sleep_forever" },
     { "mutex", run_mutex, 0, 0, 0, "",

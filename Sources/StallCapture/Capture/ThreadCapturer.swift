@@ -21,6 +21,9 @@ public final class ThreadCapturer {
         /// Read the last capture's stack range just before stopping the thread
         /// (`warmStackCopy`); off only to measure what it saves.
         public var warmsStackCopy = true
+        /// Copy the stack after the thread resumes, when the read just before the stop covers
+        /// it (`captureStopped`); off only to measure what it saves.
+        public var copiesStackAfterResume = true
         public init() {}
     }
 
@@ -31,6 +34,9 @@ public final class ThreadCapturer {
     /// Where each thread's last stopped copy was (stack pointer, bytes), read again just
     /// before the next stop (`warmStackCopy`).
     private var lastCopy: [Int32: (sp: UInt64, bytes: Int)] = [:]
+    /// The stack as read just before the stop (`warmStackCopy`): what a copy taken after the
+    /// resume is checked against.
+    private var before: [UInt8] = []
 
     public init(options: Options = Options()) {
         self.options = options
@@ -111,22 +117,35 @@ public final class ThreadCapturer {
         return snapshot
     }
 
-    /// Seize, interrupt, copy registers and stack, detach. The thread is stopped only between
-    /// the interrupt and the detach; every exit path detaches or leaves the thread queued
-    /// for detaching.
+    /// Seize, interrupt, copy registers, detach; the stack is copied after the detach when it
+    /// can be checked, otherwise while the thread is stopped. The thread is stopped only
+    /// between the interrupt and the detach; every exit path detaches or leaves the thread
+    /// queued for detaching.
+    ///
+    /// Why after: a process_vm_readv of a stopped thread cost it 25–35 µs on top of the bare
+    /// stop whatever its size (256 bytes as much as 6 KiB; this 2-vCPU VM), ~8 µs right after
+    /// the same range was read, against ~50 µs for the whole stop. So the last capture's range
+    /// is read just before the stop and the stack again after the detach; a word that reads the
+    /// same both times held that value while the thread was stopped too (a thread stuck in one
+    /// call keeps its callers' frames), and the unwinder refuses the words that differ
+    /// (`ThreadSnapshot.changedWords`, unwind end `.stackChanged`; `ProcessInspector` then
+    /// takes the capture again with the copy made while stopped). Where the read before does
+    /// not cover the stack pointer (the first capture, a much deeper stack), or with
+    /// `copyingAfterResume` false, the copy is made while stopped as before.
     ///
     /// The agent itself must not be stopped while it holds the target stopped (Ctrl-Z, SIGSTOP
     /// from a user): the interrupt-to-detach span is a capture window (`stop_guard.h`), in
     /// which job-control stops are deferred to its end and a SIGSTOP is undone by the
     /// guardian process until the target is released.
     public func captureStopped(
-        pid: Int32, tid: Int32, stackEnd: (UInt64) -> UInt64?, interpreter: ((Int32) -> PythonFrameChain?)? = nil
+        pid: Int32, tid: Int32, stackEnd: (UInt64) -> UInt64?, interpreter: ((Int32) -> PythonFrameChain?)? = nil,
+        copyingAfterResume: Bool = true
     ) throws -> ThreadSnapshot {
         _ = ThreadCapturer.stopGuard
         if sa_ptrace_seize(tid, 0) != 0 {
             throw seizeError(errno, pid: pid, tid: tid)
         }
-        warmStackCopy(pid: pid, tid: tid)
+        let readBefore = warmStackCopy(pid: pid, tid: tid)
         let start = MonotonicTime.nanos()
         sa_capture_window_begin()
         defer { sa_capture_window_end() }
@@ -150,26 +169,59 @@ public final class ThreadCapturer {
         }
         var regs = user_regs_struct()
         let gotRegisters = sa_ptrace_getregs(tid, &regs) == 0
-        let copied = gotRegisters ? copyStackToScratch(pid: pid, sp: regs.rsp, stackEnd: stackEnd) : 0
-        if copied > 0 {
-            if lastCopy.count >= 64 { lastCopy.removeAll() }
-            lastCopy[tid] = (regs.rsp, copied)
-        }
+        let sp = regs.rsp
+        let checkable =
+            gotRegisters && copyingAfterResume && options.copiesStackAfterResume
+            && readBefore.map { sp >= $0.start && sp - $0.start < UInt64($0.count) } == true
+        var copied = gotRegisters && !checkable ? copyStackToScratch(pid: pid, sp: sp, stackEnd: stackEnd) : 0
         // Pointers only (a few small reads): code objects are named after the resume.
         let chain = gotRegisters ? interpreter?(tid) : nil
         let detached = sa_ptrace_detach(tid, pendingSignal) == 0
         let end = MonotonicTime.nanos()
         if !detached && errno != ESRCH { pendingDetach.insert(tid) }
+        guard gotRegisters else { throw StallAgentError.targetExited(pid: pid) }
+        var changedWords: Set<Int> = []
+        if checkable, let readBefore {
+            copied = copyStackToScratch(pid: pid, sp: sp, stackEnd: stackEnd)
+            guard copied > 0 else { throw StallAgentError.targetExited(pid: pid) }
+            (copied, changedWords) = compareWithBefore(sp: sp, copied: copied, before: readBefore)
+        }
+        if copied > 0 {
+            if lastCopy.count >= 64 { lastCopy.removeAll() }
+            lastCopy[tid] = (sp, copied)
+        }
         // Copied out of the scratch buffer only now, with the thread running again.
         let stack = copied > 0 ? Array(scratch[0..<copied]) : []
-        guard gotRegisters else { throw StallAgentError.targetExited(pid: pid) }
         var snapshot = ThreadSnapshot(
-            pid: pid, tid: tid, registers: RegisterFile(ptrace: regs), stackStart: regs.rsp, stack: stack,
+            pid: pid, tid: tid, registers: RegisterFile(ptrace: regs), stackStart: sp, stack: stack,
             method: .ptraceStop, pauseNanos: end - start, syscall: nil, timeNanos: end)
+        snapshot.changedWords = changedWords
+        snapshot.copiedAfterResume = checkable
         let origRax = Int64(bitPattern: regs.orig_rax)
         if origRax >= 0 { snapshot.interruptedSyscall = (Int(origRax), regs.rdi) }
         snapshot.interpreterChain = chain
         return snapshot
+    }
+
+    /// The 8-byte words of the copy in `scratch` (from `sp`) that differ from the read before
+    /// the stop, by index from `sp`; the copy is cut where the read before ended, since
+    /// nothing vouches for the bytes past it.
+    private func compareWithBefore(sp: UInt64, copied: Int, before range: (start: UInt64, count: Int)) -> (Int, Set<Int>) {
+        let offset = Int(sp - range.start)
+        let length = min(copied, range.count - offset)
+        var changed: Set<Int> = []
+        scratch.withUnsafeBytes { after in
+            before.withUnsafeBytes { old in
+                var word = 0
+                while (word + 1) * 8 <= length {
+                    let a = after.loadUnaligned(fromByteOffset: word * 8, as: UInt64.self)
+                    let b = old.loadUnaligned(fromByteOffset: offset + word * 8, as: UInt64.self)
+                    if a != b { changed.insert(word) }
+                    word += 1
+                }
+            }
+        }
+        return (length & ~7, changed)
     }
 
     enum StopResult {
@@ -239,23 +291,24 @@ public final class ThreadCapturer {
     /// Installed once, before the first stop: the job-control handlers and the guardian.
     static let stopGuard: Bool = sa_stop_guard_install() == 0
 
-    /// Reads, with the thread still running, the stack range the last stopped copy took, and
-    /// throws the bytes away. The copy made while the thread is stopped is most of what a
-    /// capture adds to the bare interrupt-and-continue: an 8 KiB process_vm_readv took ≈ 10 µs
+    /// Reads, with the thread still running, the stack range the last capture took (and a
+    /// little below it) into `before`, and returns where that read starts and how many bytes
+    /// it has. It also warms a copy made while stopped: an 8 KiB process_vm_readv took ≈ 10 µs
     /// cold and ≈ 3 µs right after the same range was read (the thread's page tables and its
     /// older frames, which it is not writing, already in this CPU's cache). The stack moves
     /// little between samples of one stall, so last time's range is nearly always this time's.
-    private func warmStackCopy(pid: Int32, tid: Int32) {
-        guard options.warmsStackCopy, let (sp, bytes) = lastCopy[tid] else { return }
+    private func warmStackCopy(pid: Int32, tid: Int32) -> (start: UInt64, count: Int)? {
+        guard options.warmsStackCopy, let (sp, bytes) = lastCopy[tid] else { return nil }
         // A little below the old pointer too: the thread may be a call or two deeper now.
         let below = 1024
-        let length = min(bytes + below, scratch.count)
-        scratch.withUnsafeMutableBytes {
-            let buffer = UnsafeMutableRawBufferPointer(rebasing: $0[0..<length])
+        let length = min(bytes + below, options.maxStackBytes + below)
+        if before.count < length { before = [UInt8](repeating: 0, count: length) }
+        return before.withUnsafeMutableBytes { buffer -> (start: UInt64, count: Int)? in
             // Below the old pointer may be unmapped: then from the pointer itself.
-            if TargetMemory.read(pid: pid, address: sp &- UInt64(below), into: buffer) < 0 {
-                TargetMemory.read(pid: pid, address: sp, into: UnsafeMutableRawBufferPointer(rebasing: $0[0..<bytes]))
-            }
+            let n = TargetMemory.read(pid: pid, address: sp &- UInt64(below), into: UnsafeMutableRawBufferPointer(rebasing: buffer[0..<length]))
+            if n > 0 { return (sp &- UInt64(below), n) }
+            let m = TargetMemory.read(pid: pid, address: sp, into: UnsafeMutableRawBufferPointer(rebasing: buffer[0..<bytes]))
+            return m > 0 ? (sp, m) : nil
         }
     }
 

@@ -33,4 +33,10 @@ public struct ThreadSnapshot: Sendable {
     /// The interpreter's frame chain (CPython), copied in the same window as the stack so the
     /// two agree; nil for a process without one.
     public var interpreterChain: PythonFrameChain?
+    /// The stack was copied after the thread resumed (`ThreadCapturer.captureStopped`).
+    public var copiedAfterResume = false
+    /// For a copy made after the resume: the 8-byte words of `stack` (by index from its start)
+    /// that read differently just before the stop, so their value while the thread was
+    /// stopped is unknown. The unwinder does not read them (unwind end `.stackChanged`).
+    public var changedWords: Set<Int> = []
 }

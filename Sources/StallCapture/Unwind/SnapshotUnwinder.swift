@@ -53,9 +53,17 @@ public final class SnapshotUnwinder {
         return snapshot.stack.withUnsafeBytes { stackBytes in
             context.stackStart = snapshot.stackStart
             context.stack = stackBytes
-            defer { context.stack = UnsafeRawBufferPointer(start: nil, count: 0) }
+            context.changedWords = snapshot.changedWords
+            context.neededChangedWord = false
+            defer {
+                context.stack = UnsafeRawBufferPointer(start: nil, count: 0)
+                context.changedWords = []
+            }
             var frames: [UnwoundFrame] = []
-            let end = walk(from: snapshot.registers, resumingAtReturnAddress: false, frames: &frames, recoverFramePointer: true)
+            var end = walk(from: snapshot.registers, resumingAtReturnAddress: false, frames: &frames, recoverFramePointer: true)
+            // The frames before it stand: their words read the same before the stop and after.
+            if context.neededChangedWord && end != .complete { end = .stackChanged }
+            if snapshot.copiedAfterResume && end == .outsideCopiedStack { end = .stackChanged }
             return UnwoundStack(frames: frames, end: end)
         }
     }

@@ -9,6 +9,10 @@ final class UnwindContext {
     var stackStart: UInt64 = 0
     var stack = UnsafeRawBufferPointer(start: nil, count: 0)
     var lastError: UnwindEnd?
+    /// Words of `stack` (index from `stackStart`) whose value while the thread was stopped is
+    /// unknown (`ThreadSnapshot.changedWords`), and whether the unwind needed one.
+    var changedWords: Set<Int> = []
+    var neededChangedWord = false
     /// Set when libunwind asked for a register the snapshot does not have.
     var missingRegister: Int?
     /// Per-module search tables handed to libunwind; kept alive while the modules are.
@@ -102,7 +106,14 @@ final class UnwindContext {
     func readWord(_ address: UInt64) -> UInt64? {
         // Written so a wild address near 2^64 cannot wrap past the bounds check.
         if address >= stackStart, address - stackStart <= UInt64(stack.count), UInt64(stack.count) - (address - stackStart) >= 8 {
-            return stack.loadUnaligned(fromByteOffset: Int(address - stackStart), as: UInt64.self)
+            let offset = Int(address - stackStart)
+            if !changedWords.isEmpty,
+                changedWords.contains(offset >> 3) || (offset & 7 != 0 && changedWords.contains((offset >> 3) + 1))
+            {
+                neededChangedWord = true
+                return nil
+            }
+            return stack.loadUnaligned(fromByteOffset: offset, as: UInt64.self)
         }
         return modules.module(containing: address)?.readWord(at: address)
     }

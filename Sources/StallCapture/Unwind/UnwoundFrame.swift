@@ -37,6 +37,9 @@ public enum UnwindEnd: String, Sendable, Codable {
     /// The next return address points outside executable memory: what the unwind found
     /// there is data, so the stack ends rather than show it as a frame.
     case notCode
+    /// A word the unwind needed changed between the reads before and after a ptrace stop
+    /// (`ThreadSnapshot.changedWords`): the thread left the frames past it meanwhile.
+    case stackChanged
 }
 
 public struct UnwoundStack: Sendable {

@@ -56,6 +56,7 @@ int run_idle(const struct fixture_args *args);
 int run_spin(const struct fixture_args *args);
 int run_spin_timed(const struct fixture_args *args);
 int run_deep(const struct fixture_args *args);
+int run_churn(const struct fixture_args *args);
 int run_sleep(const struct fixture_args *args);
 int run_mutex(const struct fixture_args *args);
 int run_deadlock(const struct fixture_args *args);
