@@ -248,8 +248,10 @@ public final class ProcessInspector {
                 // those frames meanwhile. Once more, copied while stopped.
                 if snapshot.copiedAfterResume, stack.end == .stackChanged {
                     stackChangedRetakes += 1
-                    let stopped = try capturer.captureStopped(
+                    var stopped = try capturer.captureStopped(
                         pid: pid, tid: tid, stackEnd: stackEnd, interpreter: interpreter, copyingAfterResume: false)
+                    // What the thread lost to this sample: both stops.
+                    stopped.pauseNanos += snapshot.pauseNanos
                     return (stopped, unwind(stopped))
                 }
                 return (snapshot, stack)
