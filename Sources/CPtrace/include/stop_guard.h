@@ -9,9 +9,11 @@
 // - SIGTSTP/SIGTTIN/SIGTTOU (Ctrl-Z, background terminal I/O) get a handler that stops the
 //   agent at once outside a window, and only when the window closes inside one.
 // - SIGSTOP cannot be caught: a small guardian process (forked once, in C, doing nothing but
-//   syscalls) wakes when a window opens and, if it finds the capturing thread stopped while
-//   the window is still open, sends SIGCONT; the agent finishes the capture, releases the
-//   target, and stops itself again at the window's end.
+//   syscalls) wakes when a window has stayed open 5 ms (a timerfd the agent arms when a
+//   window opens and disarms when it closes, so an ordinary capture wakes nobody) and, if it
+//   finds the capturing thread stopped while the window is still open, sends SIGCONT; the
+//   agent finishes the capture, releases the target, and stops itself again at the window's
+//   end.
 
 /// Installs the job-control handlers and starts the guardian (idempotent). 0 or -1 (errno);
 /// without a guardian the handlers still work.

@@ -223,8 +223,9 @@ import Glibc
         let agentPID = try CleanProcess.spawn(
             FixtureProcess.stallagentURL.path,
             [
+                // ptrace captures (no kernel samples): the stop windows this is about.
                 "--pid", "\(target.pid)", "--report-dir", scratch.path("reports"), "--sample-interval", "5ms",
-                "--duration", "300s", "--quiet",
+                "--duration", "300s", "--quiet", "--no-perf-sampling",
             ],
             stderr: scratch.path("agent.err"))
         var ending: CleanProcess.Ending?
