@@ -67,18 +67,20 @@ public final class PerfStackSampler {
     /// thread's environment and auxv too. A copy that ended before the unwind did grows back
     /// to the limit at once (one sample lost, not one per doubling), and the next complete
     /// sample sizes it again.
-    public func fit(_ snapshot: ThreadSnapshot, _ unwound: UnwoundStack) {
+    ///
+    /// `copyTooShort`: the unwind ran past the end of the copy. `outermostStackPointer`: the
+    /// outermost frame's stack pointer when the walk reached it (or the frame limit), nil
+    /// when it ended early for another reason. (`fit(_:_:)` in Unwind/ takes the unwound stack.)
+    public func fit(_ snapshot: ThreadSnapshot, copyTooShort: Bool, outermostStackPointer: UInt64?) {
         guard snapshot.method == .perfSample else { return }
-        if unwound.end == .outsideCopiedStack {
+        if copyTooShort {
             truncatedSamples += 1
             if stackBytes < limit { resize(limit) }
             return
         }
         // Only a walk that reached the outermost frame (or the frame limit) knows the depth.
-        guard unwound.end == .complete || unwound.end == .truncatedAtLimit, let outermost = unwound.frames.last,
-            outermost.stackPointer >= snapshot.stackStart
-        else { return }
-        let wanted = PerfStackSampler.copySize(forDepth: Int(outermost.stackPointer - snapshot.stackStart), limit: limit)
+        guard let outermost = outermostStackPointer, outermost >= snapshot.stackStart else { return }
+        let wanted = PerfStackSampler.copySize(forDepth: Int(outermost - snapshot.stackStart), limit: limit)
         // Shrunk only by a quarter or more: each resize is a new event and ring.
         if wanted > stackBytes || wanted <= stackBytes - stackBytes / 4 { resize(wanted) }
     }
