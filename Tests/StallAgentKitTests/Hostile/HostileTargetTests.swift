@@ -249,8 +249,18 @@ import Glibc
             }
             return condition()
         }
-        // Sampling has begun once the target spins (after its 0.2 s idle gap).
-        usleep(1_500_000)
+        // Sampling has begun once the agent has been seen tracing the spinning target (each
+        // capture seizes it for ~0.1 ms every 5 ms).
+        func tracer(_ pid: Int32) -> Int32? {
+            guard let text = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
+                let line = text.split(separator: "\n").first(where: { $0.hasPrefix("TracerPid:") })
+            else { return nil }
+            return Int32(line.dropFirst("TracerPid:".count).trimmingCharacters(in: .whitespaces))
+        }
+        try #require(KernelState.waitUntilSpinning(target.pid), "the target never spun")
+        let deadline = Date().addingTimeInterval(20)
+        while tracer(target.pid) != agentPID && Date() < deadline { usleep(100) }
+        try #require(tracer(target.pid) == agentPID || Date() < deadline, "the agent never sampled the target")
         var frozen = 0
         var agentStopped = 0
         // Each stop lands at another point of the 5 ms sampling cycle (seeded, so a failure replays).
