@@ -459,7 +459,8 @@ public struct StallDetector: Sendable {
         var started = Episode(phase: phase, startTime: time)
         // A quarter of the threshold, at most 250 ms: the time a loop takes from leaving its
         // wait to calling the handler (see StallFrameTracker), even on a loaded machine.
-        started.stallFrame = StallFrameTracker(start: time, entryGrace: min(0.25, configuration.threshold(for: phase) / 4))
+        let grace = min(0.25, configuration.threshold(for: phase) / 4)
+        started.stallFrame = StallFrameTracker(start: time, entryGrace: grace, exitGrace: grace)
         episode = started
     }
 
@@ -605,7 +606,9 @@ public struct StallDetector: Sendable {
             sampleInterval: configuration.sampleInterval, firstSampleTime: current.firstSampleTime,
             lastSampleTime: current.lastSampleTime, stateBreakdown: breakdown,
             reason: ending == .targetDied ? .died : cause, causeReason: cause, deadlock: current.deadlock,
-            heaviestStack: heaviest, stallFrame: current.stallFrame.stallFrame, callTree: CallTreeNode.build(from: ring),
+            heaviestStack: heaviest,
+            stallFrame: ending == nil ? current.stallFrame.stallFrame : current.stallFrame.stallFrame(endingAt: current.lastTime),
+            callTree: CallTreeNode.build(from: ring),
             fingerprint: StallFingerprint.make(reason: cause, heaviestStack: heaviest), samples: ring.samples)
         snapshot.loopTurnEvidence = current.phase == .batch ? .batchRule : configuration.loopTurnEvidence
         return snapshot

@@ -12,6 +12,11 @@
 /// likelier on a loaded machine — would rule the handler out and leave the loop's dispatch
 /// function as the stall frame. So a frame that first appears within `entryGrace` of the
 /// episode's start and is in every sample from then on counts as present throughout.
+///
+/// And one at the end, the mirror image: the handler returns a little before the loop is back
+/// in its wait, and a sample taken in between named `Handle._run` or `_run_once` as a Python
+/// stall's frame beside two CPU hogs. So the frame of an ended episode (`stallFrame(endingAt:)`)
+/// leaves out the samples of its last `exitGrace`, unless that would leave none.
 public struct StallFrameTracker: Sendable {
     /// What identifies an activation.
     public struct Key: Hashable, Sendable {
@@ -28,22 +33,27 @@ public struct StallFrameTracker: Sendable {
         }
     }
 
-    /// nil until the first sample; then the keys common to every sample so far.
+    /// nil until the first sample; then the keys common to every committed sample.
     private var common: Set<Key>?
     /// Keys that appeared within the grace and are in every sample since (not in `common`).
     private var entered: Set<Key> = []
     private let start: Double
     private let entryGrace: Double
-    /// The latest sample's frames, to order the common keys innermost-first and to report the
-    /// frame's current details (its address can differ between samples for frame 0).
+    private let exitGrace: Double
+    /// The latest committed sample's frames, to order the common keys innermost-first and to
+    /// report the frame's current details (its address can differ between samples for frame 0).
     private var latestFrames: [SampledFrame] = []
+    /// Samples of the last `exitGrace`, not yet in `common`: an ended episode may leave them out.
+    private var pending: [(time: Double, frames: [SampledFrame])] = []
     public private(set) var sampleCount = 0
 
     /// `start`: when the episode began; `entryGrace`: how late after it a frame may first
-    /// appear and still count as present throughout (0: the strict rule).
-    public init(start: Double = 0, entryGrace: Double = 0) {
+    /// appear and still count as present throughout; `exitGrace`: how early before the end of
+    /// an ended episode it may leave (0: the strict rule).
+    public init(start: Double = 0, entryGrace: Double = 0, exitGrace: Double = 0) {
         self.start = start
         self.entryGrace = entryGrace
+        self.exitGrace = exitGrace
     }
 
     /// Adds a sample's stack (innermost first) taken at `time`; empty stacks (failed unwinds)
@@ -51,6 +61,18 @@ public struct StallFrameTracker: Sendable {
     public mutating func add(_ frames: [SampledFrame], at time: Double? = nil) {
         guard !frames.isEmpty else { return }
         sampleCount += 1
+        guard exitGrace > 0, let time else {
+            commit(frames, at: time)
+            return
+        }
+        pending.append((time, frames))
+        while let first = pending.first, first.time < time - exitGrace {
+            pending.removeFirst()
+            commit(first.frames, at: first.time)
+        }
+    }
+
+    private mutating func commit(_ frames: [SampledFrame], at time: Double?) {
         latestFrames = frames
         let keys = Set(frames.lazy.map(Key.init))
         if var shared = common {
@@ -71,6 +93,20 @@ public struct StallFrameTracker: Sendable {
     /// function) in every sample wins over the interpreter's C frames above it: `time.sleep`'s
     /// C implementation is the same in every program, the function that called it is not.
     public var stallFrame: SampledFrame? {
+        var all = self
+        for sample in all.pending { all.commit(sample.frames, at: sample.time) }
+        return all.resolved
+    }
+
+    /// The stall frame of an episode that ended at `end`: the samples of its last `exitGrace`
+    /// are left out, unless no other sample is left.
+    public func stallFrame(endingAt end: Double) -> SampledFrame? {
+        var early = self
+        for sample in early.pending where sample.time <= end - exitGrace { early.commit(sample.frames, at: sample.time) }
+        return early.common == nil ? stallFrame : early.resolved
+    }
+
+    private var resolved: SampledFrame? {
         guard let shared = common else { return nil }
         let keys = shared.union(entered)
         guard !keys.isEmpty else { return nil }
@@ -82,6 +118,7 @@ public struct StallFrameTracker: Sendable {
         common = nil
         entered = []
         latestFrames = []
+        pending = []
         sampleCount = 0
     }
 }

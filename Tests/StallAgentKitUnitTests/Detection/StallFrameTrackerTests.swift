@@ -86,6 +86,26 @@ struct StallFrameTrackerTests {
         #expect(left.stallFrame == S.frame("main", cfa: 0x300))
     }
 
+    /// The handler returned and the loop was sampled once more before it reached its wait:
+    /// the ended episode's frame is still the handler; while it runs, and with the sample
+    /// earlier than the grace, the strict rule holds.
+    @Test func aFrameLeftJustBeforeTheEndCountsAsPresentThroughout() {
+        var tracker = StallFrameTracker(start: 10, entryGrace: 0.25, exitGrace: 0.25)
+        for step in 0..<20 {
+            tracker.add([S.frame("handler", cfa: 0x100), S.frame("run_once", cfa: 0x200), S.frame("main", cfa: 0x300)], at: 10 + Double(step) * 0.05)
+        }
+        tracker.add([S.frame("handle", cfa: 0x180), S.frame("run_once", cfa: 0x200), S.frame("main", cfa: 0x300)], at: 11.0)
+        #expect(tracker.stallFrame(endingAt: 11.05) == S.frame("handler", cfa: 0x100))
+        #expect(tracker.stallFrame == S.frame("run_once", cfa: 0x200))
+        // Left 0.3 s before the end: not the last moment, the frame is out.
+        #expect(tracker.stallFrame(endingAt: 11.3) == S.frame("run_once", cfa: 0x200))
+        // An episode whose every sample falls in the grace keeps the strict rule.
+        var short = StallFrameTracker(start: 9, entryGrace: 0.25, exitGrace: 0.25)
+        short.add([S.frame("a", cfa: 0x100), S.frame("main", cfa: 0x300)], at: 10.01)
+        short.add([S.frame("b", cfa: 0x100), S.frame("main", cfa: 0x300)], at: 10.05)
+        #expect(short.stallFrame(endingAt: 10.1) == S.frame("main", cfa: 0x300))
+    }
+
     @Test func staysRightAfterTheRingWrapped() throws {
         var scenario = DetectionScenario.inLoop(configuration: DetectorConfiguration(ringCapacity: 5))
         scenario.stack = [S.frame("x", cfa: 0x100), S.frame("work", cfa: 0x200), S.frame("main", cfa: 0x300)]
