@@ -232,8 +232,24 @@ import Glibc
             agent.standardOutput = FileHandle.nullDevice
             agent.standardError = FileHandle.nullDevice
             try agent.run()
-            // Counters open at the first idle probe, the waker once the wait has settled.
-            usleep(1_500_000)
+            // Counters open at the first idle probe, the waker once the wait has settled: wait
+            // until the agent holds perf events and their number has held for 200 ms.
+            var held = (count: 0, since: MonotonicTime.seconds())
+            let deadline = MonotonicTime.seconds() + 20
+            while MonotonicTime.seconds() < deadline {
+                let count = KernelState.perfEvents(agent.processIdentifier)
+                if count != held.count {
+                    held = (count, MonotonicTime.seconds())
+                } else if count >= 2 && MonotonicTime.seconds() - held.since >= 0.2 {
+                    break
+                }
+                usleep(10_000)
+            }
+            if held.count < 2 {
+                kill(agent.processIdentifier, SIGKILL)
+                agent.waitUntilExit()
+            }
+            try #require(held.count >= 2, "the agent opened \(held.count) perf events")
             let start = MonotonicTime.seconds()
             kill(agent.processIdentifier, SIGTERM)
             agent.waitUntilExit()

@@ -29,6 +29,15 @@ enum KernelState {
         return false
     }
 
+    /// How many perf events `pid` holds open (its loop-turn counters, the idle waker, kernel
+    /// stack samplers): an agent's progress, seen from outside.
+    static func perfEvents(_ pid: pid_t) -> Int {
+        let fds = "/proc/\(pid)/fd"
+        return ((try? FileManager.default.contentsOfDirectory(atPath: fds)) ?? []).filter {
+            (try? FileManager.default.destinationOfSymbolicLink(atPath: "\(fds)/\($0)")) == "anon_inode:[perf_event]"
+        }.count
+    }
+
     /// User + system CPU time of `pid` in clock ticks (`/proc/PID/stat` fields 14 and 15).
     static func cpuTicks(_ pid: pid_t) -> Int? {
         guard let text = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),

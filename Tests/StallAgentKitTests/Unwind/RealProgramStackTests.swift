@@ -144,8 +144,10 @@ import Glibc
             ["--perf-basic-prof", "--logfile=/dev/null", "--no-logfile-per-isolate", "-e", "function burnCpu(){let x=0;for(;;){x+=Math.sqrt(x)}} burnCpu()"],
             executable: node, waitForReady: false)
         defer { unlink("/tmp/perf-\(process.pid).map") }
-        // Let it reach optimized code.
-        usleep(1_500_000)
+        // Until V8 has compiled burnCpu and written it to its perf map.
+        let map = "/tmp/perf-\(process.pid).map"
+        let deadline = Date().addingTimeInterval(20)
+        while Date() < deadline, (try? String(contentsOfFile: map, encoding: .utf8))?.contains("burnCpu") != true { usleep(20_000) }
         let inspector = try ProcessInspector(pid: process.pid)
         var dump = try inspector.dump(tid: process.pid)
         for _ in 0..<20 where !names(dump).contains(where: { $0.contains("burnCpu") }) {
