@@ -5,9 +5,10 @@ import Testing
 @testable import StallMonitoring
 @testable import StallProc
 
-/// A ptrace capture copies the stack after the thread resumes, checked word by word against
-/// the read just before the stop (`ThreadCapturer.captureStopped`): the stack must come out
-/// as a copy made while stopped would, whether it held still or moved all the time.
+/// A ptrace capture can copy the stack after the thread resumes, checked word by word against
+/// the read just before the stop (`ThreadCapturer.captureStopped`, opt-in): a still stack must
+/// come out as a copy made while stopped would. A stack that moves all the time must come out
+/// whole with the default capture.
 @Suite(.serialized) struct StackCopiedAfterResumeTests {
     private func names(_ inspector: ProcessInspector, _ stack: UnwoundStack) -> [String] {
         inspector.symbolizer.symbolize(stack).map { $0.function ?? "?" }
@@ -17,6 +18,7 @@ import Testing
         let fixture = try FixtureProcess(["deep", "120"])
         try #require(KernelState.waitUntilSpinning(fixture.pid), "the fixture never ran its loop")
         let inspector = try ProcessInspector(pid: fixture.pid)
+        inspector.capturer.options.copiesStackAfterResume = true
         var copiedAfter = 0
         for _ in 0..<12 {
             let (snapshot, stack) = try inspector.captureStack(tid: fixture.pid, activity: .running)
@@ -44,7 +46,7 @@ import Testing
         #expect(fixture.procStatus?.tracer == 0)
     }
 
-    @Test func aMovingStackIsCopiedAgainWhileStopped() throws {
+    @Test func aMovingStackComesOutWhole() throws {
         let fixture = try FixtureProcess(["churn"])
         try #require(KernelState.waitUntilSpinning(fixture.pid), "the fixture never ran its loop")
         let inspector = try ProcessInspector(pid: fixture.pid)
@@ -53,9 +55,10 @@ import Testing
         for _ in 0..<40 {
             let (snapshot, stack) = try inspector.captureStack(tid: fixture.pid, activity: .running)
             if snapshot.copiedAfterResume { copiedAfter += 1 }
-            // Whichever copy it kept, the stack is whole and made of the two functions (each
-            // calling the other), under run_churn and main: never frames read from a descent
-            // the thread had left.
+            // The stack is whole and made of the two functions (each calling the other), under
+            // run_churn and main: never frames read from a descent the thread had left. (With
+            // the copy after the resume this failed once in about ten runs beside two CPU hogs:
+            // ["churn_descend", "churn_wide"], .badFrame.)
             #expect(stack.end == .complete, "\(stack.end)")
             let frames = names(inspector, stack)
             let calls = frames.drop { !churn.contains($0) }.prefix { churn.contains($0) }
@@ -65,9 +68,7 @@ import Testing
             #expect(rest.first == "run_churn" && rest.contains("main"), "\(frames)")
             usleep(10_000)
         }
-        // The stack moves every few microseconds: captures copied after the resume found
-        // words that changed since the read before the stop and were taken again.
-        #expect(inspector.stackChangedRetakes >= 1, "retakes \(inspector.stackChangedRetakes), copied after \(copiedAfter)")
+        #expect(copiedAfter == 0, "the default copies while stopped")
         #expect(fixture.procStatus?.tracer == 0)
     }
 }
