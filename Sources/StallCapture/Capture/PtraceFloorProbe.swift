@@ -28,13 +28,7 @@ public final class PtraceFloorProbe {
     public func cycle(deadlineNanos: UInt64 = 500_000_000, copyingStack: Int = 0) throws -> (UInt64, UInt64) {
         let start = MonotonicTime.nanos()
         guard sa_ptrace_interrupt(tid) == 0 else { throw StallAgentError.system(operation: "PTRACE_INTERRUPT", errno: errno) }
-        var status: Int32 = 0
-        while sa_waitpid_nohang(tid, &status) != tid {
-            if MonotonicTime.nanos() - start > deadlineNanos {
-                throw StallAgentError.captureTimedOut(tid: tid, milliseconds: Int(deadlineNanos / 1_000_000))
-            }
-            sched_yield()
-        }
+        let status = try Self.awaitStop(tid: tid, start: start, deadlineNanos: deadlineNanos)
         var regs = user_regs_struct()
         _ = sa_ptrace_getregs(tid, &regs)
         if copyingStack > 0 {
@@ -43,8 +37,7 @@ public final class PtraceFloorProbe {
                 _ = TargetMemory.read(pid: tid, address: regs.rsp, into: UnsafeMutableRawBufferPointer(rebasing: $0[0..<copyingStack]))
             }
         }
-        let signal = sa_wptrace_event(status) == 0 && sa_wstopsig(status) != SIGTRAP ? sa_wstopsig(status) : 0
-        _ = sa_ptrace_cont(tid, signal)
+        _ = sa_ptrace_cont(tid, ThreadCapturer.signalToDeliver(stopStatus: status))
         return (start, MonotonicTime.nanos())
     }
 
@@ -58,19 +51,24 @@ public final class PtraceFloorProbe {
             _ = sa_ptrace_detach(tid, 0)
             throw StallAgentError.system(operation: "PTRACE_INTERRUPT", errno: code)
         }
+        // Left seized and interrupted on a timeout, as `cycle` leaves it: benchmarks only.
+        let status = try awaitStop(tid: tid, start: start, deadlineNanos: deadlineNanos)
+        var regs = user_regs_struct()
+        _ = sa_ptrace_getregs(tid, &regs)
+        _ = sa_ptrace_detach(tid, ThreadCapturer.signalToDeliver(stopStatus: status))
+        return (start, MonotonicTime.nanos())
+    }
+
+    /// Spins (sched_yield) until the interrupted thread reports its stop; its wait status.
+    private static func awaitStop(tid: Int32, start: UInt64, deadlineNanos: UInt64) throws -> Int32 {
         var status: Int32 = 0
         while sa_waitpid_nohang(tid, &status) != tid {
-            // Left seized and interrupted on a timeout, as `cycle` leaves it: benchmarks only.
             if MonotonicTime.nanos() - start > deadlineNanos {
                 throw StallAgentError.captureTimedOut(tid: tid, milliseconds: Int(deadlineNanos / 1_000_000))
             }
             sched_yield()
         }
-        var regs = user_regs_struct()
-        _ = sa_ptrace_getregs(tid, &regs)
-        let signal = sa_wptrace_event(status) == 0 && sa_wstopsig(status) != SIGTRAP ? sa_wstopsig(status) : 0
-        _ = sa_ptrace_detach(tid, signal)
-        return (start, MonotonicTime.nanos())
+        return status
     }
 
     public func detach() {

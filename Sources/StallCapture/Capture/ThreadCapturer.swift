@@ -238,6 +238,13 @@ public final class ThreadCapturer {
         case failed(Int32)
     }
 
+    /// The signal a ptrace stop holds for the tracee, to hand back when it is continued or
+    /// detached: an interrupt- or group-stop carries PTRACE_EVENT_STOP and holds none; a bare
+    /// stop is a signal about to be delivered (a SIGTRAP there is ptrace's own).
+    static func signalToDeliver(stopStatus status: Int32) -> Int32 {
+        sa_wptrace_event(status) == 0 && sa_wstopsig(status) != SIGTRAP ? sa_wstopsig(status) : 0
+    }
+
     /// Polls waitpid(WNOHANG): a blocking waitpid would hang on a thread in D state.
     private func waitForStop(tid: Int32, start: UInt64) -> StopResult {
         var status: Int32 = 0
@@ -248,14 +255,7 @@ public final class ThreadCapturer {
                     ReapedExitLedger.shared.record(pid: tid, rawStatus: status)
                     return .exited
                 }
-                if sa_wifstopped(status) != 0 {
-                    let signal = sa_wstopsig(status)
-                    let event = sa_wptrace_event(status)
-                    // An interrupt- or group-stop carries PTRACE_EVENT_STOP; a bare stop is a
-                    // signal about to be delivered, which must be handed back on detach.
-                    if event == 0 && signal != SIGTRAP { return .stopped(pendingSignal: signal) }
-                    return .stopped(pendingSignal: 0)
-                }
+                if sa_wifstopped(status) != 0 { return .stopped(pendingSignal: Self.signalToDeliver(stopStatus: status)) }
                 continue
             }
             if result < 0 {
@@ -282,10 +282,7 @@ public final class ThreadCapturer {
             let result = sa_waitpid_nohang(tid, &status)
             if result == tid {
                 ReapedExitLedger.shared.record(pid: tid, rawStatus: status)
-                if sa_wifstopped(status) != 0 {
-                    let signal = sa_wptrace_event(status) == 0 && sa_wstopsig(status) != SIGTRAP ? sa_wstopsig(status) : 0
-                    _ = sa_ptrace_detach(tid, signal)
-                }
+                if sa_wifstopped(status) != 0 { _ = sa_ptrace_detach(tid, Self.signalToDeliver(stopStatus: status)) }
                 pendingDetach.remove(tid)
             } else if result < 0 || final {
                 pendingDetach.remove(tid)

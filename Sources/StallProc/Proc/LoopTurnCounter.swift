@@ -43,6 +43,8 @@ public final class LoopTurnCounter {
     public private(set) var counted: [String]
     private var fds: [Int32]
     private var buffer: [UInt64]
+    /// Waits `count(wait:)` could not add.
+    private var refused: Set<String> = []
 
     /// `waits`: the waits to count (names from `tracepointNames`), or nil for all of them.
     /// Counting only the wait the loop was seen in is cheaper for the target: each counter is
@@ -75,9 +77,14 @@ public final class LoopTurnCounter {
     /// before).
     @discardableResult
     public func count(wait name: String) -> Bool {
-        guard !counted.contains(name), let id = (try? LoopTurnCounter.tracepointIDs())?.first(where: { $0.0 == name })?.1
-        else { return false }
-        return add(name, id: id)
+        // The monitor asks at every idle probe: a wait refused or unknown once is not retried.
+        guard !counted.contains(name), !refused.contains(name),
+            let id = (try? LoopTurnCounter.tracepointIDs())?.first(where: { $0.0 == name })?.1, add(name, id: id)
+        else {
+            if !counted.contains(name) { refused.insert(name) }
+            return false
+        }
+        return true
     }
 
     /// Opens one counter into the group; false with errno set when the kernel refused it.

@@ -28,20 +28,10 @@ extension BatchStallTests {
         let probe = try runCommand(
             URL(fileURLWithPath: "/usr/bin/env"), ["python3", "-c", "import pytest, sys; assert (3, 11) <= sys.version_info[:2] <= (3, 13)"], timeout: 60)
         guard probe.status == 0 else {
-            print("SKIP eachParametrizedCallIsItsOwnStall: python3 is not CPython 3.11–3.13 with pytest (scripts/setup installs it)")
-            return
+            try Test.cancel("python3 is not CPython 3.11–3.13 with pytest (scripts/setup installs it)")
         }
-        let work = FileManager.default.temporaryDirectory.appendingPathComponent("pytest-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: work) }
-        let suite = work.appendingPathComponent("test_param.py")
-        try Self.parametrizedSuite.write(to: suite, atomically: true, encoding: .utf8)
-        let dir = work.appendingPathComponent("reports").path
-        let result = try runCommand(
-            agent, ["--report-dir", dir, "--", "/usr/bin/env", "python3", "-m", "pytest", "-q", "-p", "no:cacheprovider", suite.path],
-            timeout: 180)
+        let (result, written) = try wrappedPytest(Self.parametrizedSuite, file: "test_param.py")
         #expect(result.status == 0, "\(result.stdout)\n\(result.stderr)")
-        let written = try reports(in: dir)
         let all = "\(written.map { ($0.reason, $0.duration, $0.functions.prefix(3)) })"
         let slow = written.filter { $0.functions.contains("test_slow") && !$0.functions.contains("spin") }
         #expect(slow.count == 2, "one report per parametrized call: \(all)")

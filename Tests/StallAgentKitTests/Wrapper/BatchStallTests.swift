@@ -21,6 +21,21 @@ import Glibc
         var duration: Double = 0
     }
 
+    /// Writes `source` as `file` in a fresh directory, runs pytest on it under the agent and
+    /// returns pytest's result and the reports written.
+    func wrappedPytest(_ source: String, file: String) throws -> (result: CommandResult, reports: [Report]) {
+        let work = FileManager.default.temporaryDirectory.appendingPathComponent("pytest-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: work) }
+        let suite = work.appendingPathComponent(file)
+        try source.write(to: suite, atomically: true, encoding: .utf8)
+        let dir = work.appendingPathComponent("reports").path
+        let result = try runCommand(
+            agent, ["--report-dir", dir, "--", "/usr/bin/env", "python3", "-m", "pytest", "-q", "-p", "no:cacheprovider", suite.path],
+            timeout: 180)
+        return (result, try reports(in: dir))
+    }
+
     func reports(in directory: String) throws -> [Report] {
         try FileManager.default.contentsOfDirectory(atPath: directory).filter { $0.hasSuffix(".json") }.sorted().compactMap { name in
             let data = try Data(contentsOf: URL(fileURLWithPath: directory).appendingPathComponent(name))
@@ -131,18 +146,9 @@ import Glibc
     @Test func pytestRunGetsOneReportPerSlowTest() throws {
         let probe = try runCommand(URL(fileURLWithPath: "/usr/bin/env"), ["python3", "-c", "import pytest"], timeout: 60)
         guard probe.status == 0 else { try Test.cancel("pytest is not importable by python3 (scripts/setup installs it)") }
-        let work = FileManager.default.temporaryDirectory.appendingPathComponent("pytest-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: work) }
-        let suite = work.appendingPathComponent("test_batch.py")
-        try Self.pytestSuite.write(to: suite, atomically: true, encoding: .utf8)
-        let dir = work.appendingPathComponent("reports").path
-        let result = try runCommand(
-            agent, ["--report-dir", dir, "--", "/usr/bin/env", "python3", "-m", "pytest", "-q", "-p", "no:cacheprovider", suite.path],
-            timeout: 180)
+        let (result, written) = try wrappedPytest(Self.pytestSuite, file: "test_batch.py")
         #expect(result.status == 1, "pytest exits 1 with one failing test: \(result.stderr)")
         #expect(result.stdout.contains("1 failed, 9 passed"), "\(result.stdout)")
-        let written = try reports(in: dir)
         #expect(written.allSatisfy { $0.phase == "batch" })
         #expect(written.allSatisfy { $0.processPath.contains("python") }, "\(written.map(\.processPath))")
         #expect(written.count == 3, "\(written.map { ($0.reason, $0.functions.prefix(3)) })")
