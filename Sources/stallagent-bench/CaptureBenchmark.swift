@@ -42,6 +42,9 @@ public final class CaptureBenchmark {
         return label.padding(toLength: 30, withPad: " ", startingAt: 0) + f(p.p50) + f(p.p90) + f(p.p99) + f(p.max) + "  " + extra
     }
 
+    /// The floor's stop made this much longer by a spin, to show what the stop's length costs.
+    static let stopSpinNanos: UInt64 = 5_000
+
     /// Floor and capture against one running fixture; returns (floor p50, capture p50).
     public func runningTarget(_ title: String, _ arguments: [String]) throws -> (Double, Double) {
         let gaps = gapsPath()
@@ -58,6 +61,7 @@ public final class CaptureBenchmark {
         var copyWindows: [(UInt64, UInt64)] = []
         var seizedWindows: [(UInt64, UInt64)] = []
         var coldWindows: [(UInt64, UInt64)] = []
+        var spinWindows: [(UInt64, UInt64)] = []
         var copiedAfter = 0
         var changedStacks = 0
         // How much a capture copies while the thread is stopped (to the stack's end).
@@ -71,13 +75,15 @@ public final class CaptureBenchmark {
         var i = 0
         for block in 0..<(captures + 9) / 10 {
             let probe = try PtraceFloorProbe(tid: fixture.pid)
-            for k in 0..<20 {
+            for k in 0..<30 {
                 pace(i, start: start)
                 i += 1
                 if k < 10 {
                     floorWindows.append(try probe.cycle())
-                } else {
+                } else if k < 20 {
                     copyWindows.append(try probe.cycle(copyingStack: copyBytes))
+                } else {
+                    spinWindows.append(try probe.cycle(spinningNanos: Self.stopSpinNanos))
                 }
             }
             probe.detach()
@@ -166,6 +172,15 @@ public final class CaptureBenchmark {
             row(
                 "  floor + SEIZE/DETACH", seized,
                 String(format: "ratio to floor (p50): %.2fx; attach per capture, no copy", floor.p50 > 0 ? seized.p50 / floor.p50 : 0)))
+        // What the stop's length alone costs: any work done while the thread is stopped costs
+        // it more than that work's own time (see the README: the stopped vCPU's wake-up).
+        let spin = micros(spinWindows.map { log.pause(during: $0.0, $0.1) })
+        self.log(
+            row(
+                "  floor + \(Self.stopSpinNanos / 1000) µs spin", spin,
+                String(
+                    format: "ratio to floor (p50): %.2fx; attached, no copy, the stop kept %llu µs longer: +%.1f µs",
+                    floor.p50 > 0 ? spin.p50 / floor.p50 : 0, Self.stopSpinNanos / 1000, spin.p50 - floor.p50)))
         self.log(
             row(
                 "  floor + stack copy", withCopy,

@@ -25,7 +25,9 @@ public final class PtraceFloorProbe {
 
     /// One interrupt-to-continue cycle; returns (start, end) monotonic nanoseconds.
     /// `copyingStack` bytes from the stack pointer are read while stopped, as a capture must.
-    public func cycle(deadlineNanos: UInt64 = 500_000_000, copyingStack: Int = 0) throws -> (UInt64, UInt64) {
+    /// `spinningNanos` keeps the thread stopped that much longer doing nothing: what any work
+    /// in the stop costs the target beyond the work itself.
+    public func cycle(deadlineNanos: UInt64 = 500_000_000, copyingStack: Int = 0, spinningNanos: UInt64 = 0) throws -> (UInt64, UInt64) {
         let start = MonotonicTime.nanos()
         guard sa_ptrace_interrupt(tid) == 0 else { throw StallAgentError.system(operation: "PTRACE_INTERRUPT", errno: errno) }
         let status = try Self.awaitStop(tid: tid, start: start, deadlineNanos: deadlineNanos)
@@ -36,6 +38,10 @@ public final class PtraceFloorProbe {
             buffer.withUnsafeMutableBytes {
                 _ = TargetMemory.read(pid: tid, address: regs.rsp, into: UnsafeMutableRawBufferPointer(rebasing: $0[0..<copyingStack]))
             }
+        }
+        if spinningNanos > 0 {
+            let until = MonotonicTime.nanos() + spinningNanos
+            while MonotonicTime.nanos() < until {}
         }
         _ = sa_ptrace_cont(tid, ThreadCapturer.signalToDeliver(stopStatus: status))
         return (start, MonotonicTime.nanos())

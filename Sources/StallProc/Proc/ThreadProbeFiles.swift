@@ -54,7 +54,11 @@ public final class ThreadProbeFiles {
         return String(decoding: buffer[0..<n], as: UTF8.self)[...]
     }
 
-    public func stat() -> ProcThreadStat? { readFile(statFD).flatMap(ProcThreadStat.parse) }
+    public func stat() -> ProcThreadStat? {
+        let n = read(statFD)
+        if n <= 0 { return nil }
+        return buffer.withUnsafeBytes { ProcThreadStat.parse(bytes: UnsafeRawBufferPointer(rebasing: $0[0..<n])) }
+    }
     /// The syscall file of a thread asleep in its loop reads the same bytes probe after probe
     /// (same call, arguments, SP and PC): those bytes are compared, not parsed again. Parsing
     /// was the largest part of an idle watch's own CPU time.

@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 
 @testable import StallProc
@@ -25,6 +26,41 @@ import Testing
         #expect(try #require(ProcThreadStat.parse(exiting)).isExiting)
         let zombie = "77 (sh) Z 1 77 77 0 -1 4194560 150 0 0 0 1 1 0 0 20 0 1 0 500 0 0 0 1 1 0 0 0 0 0 0 0 0 0 0 17 0 0 0 0 0 0\n"
         #expect(try #require(ProcThreadStat.parse(zombie)).isExiting)
+    }
+
+    /// The byte parser against a plain split of the same line, for every thread on this
+    /// machine and for names with spaces, parentheses, a newline and non-ASCII letters.
+    @Test func statByteParserAgreesWithASplitOfTheLine() throws {
+        func reference(_ text: String) -> ProcThreadStat? {
+            guard let open = text.firstIndex(of: "("), let close = text.lastIndex(of: ")") else { return nil }
+            let rest = text[text.index(after: close)...].split(whereSeparator: { $0 == " " || $0 == "\n" })
+            func field(_ n: Int) -> Substring? { n - 3 < rest.count ? rest[n - 3] : nil }
+            guard let state = field(3)?.first, let ppid = field(4).flatMap({ Int32($0) }),
+                let utime = field(14).flatMap({ UInt64($0) }), let stime = field(15).flatMap({ UInt64($0) }),
+                let start = field(22).flatMap({ UInt64($0) })
+            else { return nil }
+            return ProcThreadStat(
+                state: state, name: String(text[text.index(after: open)..<close]), ppid: ppid, userTicks: utime,
+                systemTicks: stime, startTicks: start, processor: field(39).flatMap { Int32($0) } ?? -1,
+                flags: field(9).flatMap { UInt64($0) } ?? 0)
+        }
+        var lines: [String] = []
+        for name in ["a b", "x) R 1 (y", "two\nlines", "résumé ✓", ""] {
+            lines.append("99 (\(name)) R 7 99 99 0 -1 4194304 1 2 3 4 5 6 7 8 20 0 1 0 123 4 5 6 7 8 9 10 11 12 13 14 15 16 17 1 0 0 0 0 0\n")
+        }
+        let fm = FileManager.default
+        for pid in (try? fm.contentsOfDirectory(atPath: "/proc")) ?? [] where Int(pid) != nil {
+            for tid in (try? fm.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? [] {
+                if let text = try? String(contentsOfFile: "/proc/\(pid)/task/\(tid)/stat", encoding: .utf8) { lines.append(text) }
+            }
+        }
+        #expect(lines.count > 10)
+        for line in lines {
+            let parsed = ProcThreadStat.parse(line)
+            #expect(parsed != nil, "\(line)")
+            #expect(parsed == reference(line), "\(line)")
+        }
+        #expect(ProcThreadStat.parse("1 (a) R 1 1 1 0 -1 0 0 0 0 0 99999999999999999999999 1 0 0 20 0 1 0 5 0 0\n") == nil)
     }
 
     @Test func statRejectsGarbage() {
