@@ -1,4 +1,5 @@
 import ArgumentParser
+import CPosix
 import Foundation
 import StallProc
 
@@ -41,6 +42,9 @@ struct Bench: ParsableCommand {
     var python: String?
 
     func run() throws {
+        // Stopped by `timeout` or Ctrl-C, the bench takes its targets (fixtures, Python, Redis)
+        // down with it instead of leaving them to disturb the next measurement.
+        _ = sa_kill_children_on_termination()
         try runReportingErrors {
             let me = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
             let fixturesURL =

@@ -11,6 +11,7 @@
 #include "perf_waker.h"
 #include "perf_release.h"
 #include "perf_stack_sampler.h"
+#include "child_cleanup.h"
 
 // POSIX and Linux calls Swift cannot make directly (variadic, macro-only or missing from the
 // Glibc module) that have nothing to do with ptrace: spawning and reaping, AF_UNIX datagrams,
