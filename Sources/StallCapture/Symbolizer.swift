@@ -48,14 +48,17 @@ public final class Symbolizer {
         moduleSymbols = [:]
     }
 
-    public func symbolize(_ stack: UnwoundStack) -> [SymbolizedFrame] {
+    /// `sourceLines` false names the frames from the symbol tables alone (see
+    /// `ModuleSymbols.lookupName`), for callers that only compare names: no file, line or
+    /// inlined frames, and no DWARF read where a table has the name.
+    public func symbolize(_ stack: UnwoundStack, sourceLines: Bool = true) -> [SymbolizedFrame] {
         refreshAfterDownloads()
         symbolizingStack = true
         defer {
             symbolizingStack = false
             perfMapForStack = nil
         }
-        let native = stack.frames.enumerated().map { index, frame in symbolize(frame, index: index) }
+        let native = stack.frames.enumerated().map { index, frame in symbolize(frame, index: index, sourceLines: sourceLines) }
         guard let python = stack.python else { return native }
         return PythonStackSplicer.splice(native, python)
     }
@@ -81,7 +84,7 @@ public final class Symbolizer {
         return perfMapForStack??.lookup(address)
     }
 
-    public func symbolize(_ frame: UnwoundFrame, index: Int) -> SymbolizedFrame {
+    public func symbolize(_ frame: UnwoundFrame, index: Int, sourceLines: Bool = true) -> SymbolizedFrame {
         let lookup = frame.lookupAddress(isInnermost: index == 0)
         guard let module = modules.module(containing: lookup) else {
             let jit = jitSymbol(lookup)
@@ -99,6 +102,9 @@ public final class Symbolizer {
         let symbol: SymbolLookup?
         if let cached = cache[lookup] {
             symbol = cached
+        } else if !sourceLines {
+            // Not cached: the cache holds full lookups, which reports need.
+            symbol = symbols(for: module)?.lookupName(module.moduleOffset(of: lookup))
         } else {
             symbol = symbols(for: module)?.lookup(module.moduleOffset(of: lookup))
             if cache.count > 100_000 { cache.removeAll(keepingCapacity: true) }

@@ -678,7 +678,8 @@ public final class StallMonitor {
     /// The stack rule's loop frames: the home wait's stack, once per home.
     private func learnLoopFrames(site: HomeWaitTracker.Site, stack: UnwoundStack) {
         learnedLoopSites.insert(site)
-        loopFrameUnion += inspector.symbolizer.symbolize(stack).map(StallMonitor.sampledFrame)
+        // Names only: loop frames are matched by name, module and address, never shown with lines.
+        loopFrameUnion += inspector.symbolizer.symbolize(stack, sourceLines: false).map(StallMonitor.sampledFrame)
         detector.setLoopFrames(loopFrameUnion)
     }
 
@@ -690,7 +691,7 @@ public final class StallMonitor {
     /// True when the blocked thread's stack has a function matching one of `patterns`.
     private func stackMatches(_ syscall: ProcSyscallInfo, _ patterns: [String]) -> Bool {
         guard let stack = stopFreeStack(syscall) else { return false }
-        return inspector.symbolizer.symbolize(stack).contains { frame in
+        return inspector.symbolizer.symbolize(stack, sourceLines: false).contains { frame in
             guard let name = frame.function else { return false }
             return patterns.contains { GlobPattern.matches($0, name) }
         }

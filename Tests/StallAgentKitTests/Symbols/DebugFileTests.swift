@@ -144,6 +144,30 @@ import Glibc
         #expect(withLines > 200)
     }
 
+    /// Names without lines (the monitor's loop frames): the same function, offset and
+    /// approximation as a full lookup, and no file, line or inlined frames.
+    @Test func lookupNameNamesLikeTheFullLookup() throws {
+        let libc = "/usr/lib/x86_64-linux-gnu/libc.so.6"
+        let image = try ElfImage(path: libc)
+        let buildID = try #require(image.buildID)
+        let debugPath = "/usr/lib/debug/.build-id/\(buildID.prefix(2))/\(buildID.dropFirst(2)).debug"
+        guard FileManager.default.fileExists(atPath: debugPath) else { try Test.cancel("no debug file for libc (apt-get install libc6-dbg)") }
+        let names = ModuleSymbols(image: image, debugImage: try ElfImage(path: debugPath))
+        let full = ModuleSymbols(image: image, debugImage: try ElfImage(path: debugPath))
+        let text = try #require(image.segments.filter(\.executable).max { $0.memorySize < $1.memorySize })
+        var generator = SplitMix64(seed: 21)
+        var named = 0
+        for _ in 0..<300 {
+            let address = text.virtualAddress + UInt64.random(in: 0..<text.memorySize, using: &generator)
+            let a = names.lookupName(address)
+            let b = full.lookup(address)
+            #expect(a.function == b.function && a.offset == b.offset && a.approximate == b.approximate, "\(String(address, radix: 16))")
+            #expect(a.file == nil && a.line == nil && a.inlined.isEmpty)
+            if a.function != nil { named += 1 }
+        }
+        #expect(named > 250)
+    }
+
     @Test func strippedWithoutDebugFileFallsBackToModuleOffset() throws {
         let fixture = try Self.fixture.get()
         let frames = try moduleFrames(fixture.strippedBare)
