@@ -193,3 +193,7 @@ ssize_t sa_recv_with_fd(int fd, void *buffer, size_t length, int *passed_fd) {
   }
   return n;
 }
+
+int sa_spawn_file_actions_addchdir(void *actions, const char *path) {
+  return posix_spawn_file_actions_addchdir_np((posix_spawn_file_actions_t *)actions, path);
+}

@@ -1,3 +1,4 @@
+import CPosix
 import Foundation
 import StallProc
 import StallMonitoring
@@ -33,45 +34,56 @@ public final class WrapperBenchmark {
     /// the high-water mark only grows, so the last read before exit is the peak within 20 ms).
     /// Also the agent's own CPU seconds (utime + stime of the agent process alone, children
     /// excluded, polled the same way): on a shared machine wall time swings with other jobs'
-    /// bursts, the agent's CPU does not.
+    /// bursts, the agent's CPU does not. Spawned with posix_spawn and reaped by a 1 ms waitpid
+    /// poll: Foundation's `Process` noticed an exit only at its next 20–50 ms tick, which on a
+    /// one-second run was itself a few per cent of noise. Both sides read the child's /proc
+    /// files alike, so the bench's own polling loads them equally.
     private func runOnce(_ command: [String], wrapped: Bool) throws -> (seconds: Double, peak: UInt64?, cpu: Double?) {
-        let process = Process()
         let reports = work.appendingPathComponent("reports").path
-        if wrapped {
-            process.executableURL = agentBinary
-            process.arguments = ["--report-dir", reports, "--"] + command
-        } else {
-            process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-            process.arguments = command
-        }
-        process.currentDirectoryURL = work
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        let start = MonotonicTime.seconds()
-        try process.run()
+        let arguments = wrapped ? [agentBinary.path, "--report-dir", reports, "--"] + command : ["/usr/bin/env"] + command
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
+        _ = sa_spawn_file_actions_addchdir(&actions, work.path)
+        let environment = ProcessInfo.processInfo.environment.map { "\($0.key)=\($0.value)" }
+        var argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
+        var envp: [UnsafeMutablePointer<CChar>?] = environment.map { strdup($0) } + [nil]
+        defer { (argv + envp).forEach { free($0) } }
+        var pid: pid_t = 0
+        let start = MonotonicTime.nanos()
+        let spawned = posix_spawn(&pid, arguments[0], &actions, nil, &argv, &envp)
+        guard spawned == 0 else { throw StallAgentError.system(operation: "posix_spawn \(arguments[0])", errno: spawned) }
         var peak: UInt64?
         var cpu: Double?
-        while process.isRunning {
-            if wrapped, let stat = try? String(contentsOfFile: "/proc/\(process.processIdentifier)/stat", encoding: .utf8),
-                let close = stat.lastIndex(of: ")")
-            {
-                let fields = stat[stat.index(after: close)...].split(separator: " ")
-                // Fields after the name: state is [0], utime [11], stime [12].
-                if fields.count > 12, let user = Double(fields[11]), let system = Double(fields[12]) {
-                    cpu = (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
+        var status: Int32 = 0
+        var lastPoll: UInt64 = 0
+        while true {
+            let result = waitpid(pid, &status, WNOHANG)
+            if result == pid || (result < 0 && errno != EINTR) { break }
+            let now = MonotonicTime.nanos()
+            if now - lastPoll >= 20_000_000 {
+                lastPoll = now
+                let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8)
+                let hwm = AgentResourceUsage.peakResidentBytes(pid: "\(pid)")
+                if wrapped, let stat, let close = stat.lastIndex(of: ")") {
+                    let fields = stat[stat.index(after: close)...].split(separator: " ")
+                    // Fields after the name: state is [0], utime [11], stime [12].
+                    if fields.count > 12, let user = Double(fields[11]), let system = Double(fields[12]) {
+                        cpu = (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
+                    }
                 }
+                if wrapped, let hwm { peak = max(peak ?? 0, UInt64(hwm)) }
             }
-            if wrapped, let bytes = AgentResourceUsage.peakResidentBytes(pid: "\(process.processIdentifier)") {
-                peak = max(peak ?? 0, UInt64(bytes))
-            }
-            usleep(20_000)
+            usleep(1000)
         }
-        process.waitUntilExit()
-        return (MonotonicTime.seconds() - start, peak, cpu)
+        return (Double(MonotonicTime.nanos() - start) / 1e9, peak, cpu)
     }
 
     /// A/B alternating, A first in even rounds and B first in odd ones, so drift in the machine's
-    /// load hits both alike. Reports the ratio of medians.
+    /// load hits both alike. Reports the median of the rounds' wrapped/unwrapped ratios.
     func measure(_ workload: Workload, rounds: Int) throws {
         try workload.prepare()
         _ = try runOnce(workload.command, wrapped: false)  // warm caches (page cache, pyc files)
@@ -89,10 +101,15 @@ public final class WrapperBenchmark {
         }
         let a = Percentiles(wrapped).p50
         let b = Percentiles(plain).p50
+        // Each round's two runs are neighbours in time: their ratio cancels the machine's drift
+        // over the minute the rounds take, which a ratio of the two medians does not.
+        let paired = zip(wrapped, plain).compactMap { $1 > 0 ? $0 / $1 : nil }.sorted()
         log(
             String(
-                format: "  %@: wrapped %.3f s, unwrapped %.3f s (medians of %d) → %.3f×   agent CPU %.1f %% of the wrapped wall time   agent VmHWM %.1f MB",
-                workload.name, a, b, rounds, b > 0 ? a / b : 0, 100 * Percentiles(agentShare).p50, Double(peak) / 1_048_576))
+                format:
+                    "  %@: wrapped %.3f s, unwrapped %.3f s (medians of %d) → %.3f× (median of the rounds' ratios; rounds %.3f–%.3f×, ratio of medians %.3f×)   agent CPU %.1f %% of the wrapped wall time   agent VmHWM %.1f MB",
+                workload.name, a, b, rounds, Percentiles(paired).p50, paired.first ?? 0, paired.last ?? 0, b > 0 ? a / b : 0,
+                100 * Percentiles(agentShare).p50, Double(peak) / 1_048_576))
     }
 
     /// ~80 C files of a few functions each and a Makefile, rebuilt from scratch each run.
@@ -152,7 +169,7 @@ public final class WrapperBenchmark {
     public func run(quick: Bool) throws {
         try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: work) }
-        let rounds = quick ? 3 : 7
+        let rounds = quick ? 3 : 9
         log(
             "stallagent wrapper benchmark — \(ProcessInfo.processInfo.activeProcessorCount) CPUs, \(rounds) A/B rounds each"
                 + "   goal: wrapped ≤ 1.03× unwrapped, agent VmHWM ≤ 50 MB")

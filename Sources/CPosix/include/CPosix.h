@@ -29,6 +29,10 @@ int sa_spawn(const char *path, char *const argv[], char *const envp[], int new_g
 
 /// sa_spawn with the child's stdin, stdout and stderr taken from `stdio[0..2]` (dup2'd in
 /// the child; -1 leaves that one inherited).
+/// posix_spawn_file_actions_addchdir_np (glibc 2.29+), which the Glibc module does not export:
+/// the child changes to `path` before it execs. Returns 0 or an errno.
+int sa_spawn_file_actions_addchdir(void *actions, const char *path);
+
 int sa_spawn_stdio(const char *path, char *const argv[], char *const envp[], int new_group,
                    const int stdio[3], pid_t *pid);
 
