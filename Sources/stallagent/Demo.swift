@@ -9,6 +9,7 @@ import Glibc
 
 struct Demo: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "demo",
         abstract: "Watch a bundled program that stalls in each classic way, live (about 25 s).",
         discussion: """
             Starts the bundled stall-fixtures event loop, which stalls on CPU, in sleep, on a \

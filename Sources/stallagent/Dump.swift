@@ -6,6 +6,7 @@ import StallMonitoring
 
 struct Dump: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "dump",
         abstract: "Print where a process's main thread is right now (like eu-stack -p).",
         discussion: """
             Shows the main thread's state (running, idle in epoll_wait, blocked in a call, \

@@ -10,6 +10,7 @@ import Glibc
 
 struct Run: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "run",
         abstract: "Run a command (e.g. a test suite) and report the stalls of it and its descendants.",
         discussion: """
             stallagent [options] -- COMMAND [ARGS…]  (same as `stallagent run [options] -- …`)

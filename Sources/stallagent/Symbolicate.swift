@@ -6,6 +6,7 @@ import StallReports
 
 struct Symbolicate: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "symbolicate",
         abstract: "Fill in a report's function names, source lines and inlined frames from debug files.",
         discussion: """
             Reads a stall report's JSON (as written to --report-dir), finds each frame's module \

@@ -85,6 +85,7 @@ struct WatchOptions: ParsableArguments {
 
 struct Watch: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "watch",
         abstract: "Watch processes' main threads and report every stall (the default command).",
         discussion: """
             Probes the main thread every 10 ms from /proc (nothing runs in the target), samples \
