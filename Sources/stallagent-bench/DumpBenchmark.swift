@@ -98,14 +98,33 @@ struct DumpBenchmark {
         return false
     }
 
+    /// Each target runs in a directory of its own, removed with it, and its perf map goes too:
+    /// Node writes `isolate-*-v8.log` into its working directory and `/tmp/perf-PID.map`
+    /// (32 MB once grown) that outlives it, and Redis may save `dump.rdb`. Run from the
+    /// checkout, every bench run left them there and in /tmp.
     static func launch(_ name: String, _ executable: String, _ arguments: [String], cleanup: @escaping () -> Void = {}) throws -> Target {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("dbench-target-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let process = Process()
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
+        process.currentDirectoryURL = directory
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
-        try process.run()
-        return Target(name: name, process: process, cleanup: cleanup)
+        do {
+            try process.run()
+        } catch {
+            try? FileManager.default.removeItem(at: directory)
+            throw error
+        }
+        let pid = process.processIdentifier
+        return Target(
+            name: name, process: process,
+            cleanup: {
+                cleanup()
+                try? FileManager.default.removeItem(at: directory)
+                try? FileManager.default.removeItem(atPath: "/tmp/perf-\(pid).map")
+            })
     }
 
     /// Debian's programs, each idle in its event loop. Missing ones are skipped with a note.
