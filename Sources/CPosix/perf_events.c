@@ -106,7 +106,12 @@ int sa_perf_stack_sampler_open(pid_t tid, uint64_t period_ns, uint32_t stack_byt
   attr.sample_stack_user = stack_bytes & ~7u;
   attr.use_clockid = 1;
   attr.clockid = CLOCK_MONOTONIC;
-  attr.exclude_kernel = 1;
+  // Counted in the kernel too: with exclude_kernel, a tick that lands in a system call is
+  // dropped, and a syscall-heavy loop (Redis under load spends most of its CPU there) gave no
+  // sample for seconds, so every sample of it was taken with a ptrace stop. The registers and
+  // stack copied are the user-mode ones either way (saved at the kernel's entry). Where the
+  // kernel refuses kernel-mode counting (perf_event_paranoid 2 without CAP_PERFMON), user only.
+  attr.exclude_kernel = 0;
   attr.exclude_hv = 1;
   attr.disabled = 1;
   // Never woken: the agent reads the ring at its own cadence.
@@ -115,7 +120,12 @@ int sa_perf_stack_sampler_open(pid_t tid, uint64_t period_ns, uint32_t stack_byt
   // Room for a few samples of the largest size.
   size_t data = (size_t)sysconf(_SC_PAGESIZE);
   while (data < 4 * ((size_t)stack_bytes + 512)) data *= 2;
-  return open_mapped(&attr, tid, data, ring, ring_bytes);
+  int fd = open_mapped(&attr, tid, data, ring, ring_bytes);
+  if (fd < 0 && (errno == EACCES || errno == EPERM)) {
+    attr.exclude_kernel = 1;
+    fd = open_mapped(&attr, tid, data, ring, ring_bytes);
+  }
+  return fd;
 }
 
 int sa_perf_stack_sampler_enable(int fd) { return ioctl(fd, PERF_EVENT_IOC_ENABLE, 0); }
