@@ -108,7 +108,7 @@ int sa_perf_stack_sampler_open(pid_t tid, uint64_t period_ns, uint32_t stack_byt
   attr.clockid = CLOCK_MONOTONIC;
   // Counted in the kernel too: with exclude_kernel, a tick that lands in a system call is
   // dropped, and a syscall-heavy loop (Redis under load spends most of its CPU there) gave no
-  // sample for seconds, so every sample of it was taken with a ptrace stop. The registers and
+  // sample for seconds, so its samples fell back to ptrace stops (14 of 63). The registers and
   // stack copied are the user-mode ones either way (saved at the kernel's entry). Where the
   // kernel refuses kernel-mode counting (perf_event_paranoid 2 without CAP_PERFMON), user only.
   attr.exclude_kernel = 0;

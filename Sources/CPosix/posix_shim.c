@@ -21,17 +21,18 @@ int sa_tgkill(pid_t tgid, pid_t tid, int sig) { return (int)syscall(SYS_tgkill, 
 
 int sa_spawn(const char *path, char *const argv[], char *const envp[], int new_group, pid_t *pid) {
   const int inherit[3] = {-1, -1, -1};
-  return sa_spawn_stdio(path, argv, envp, new_group, inherit, pid);
+  return sa_spawn_stdio(path, argv, envp, new_group, inherit, NULL, pid);
 }
 
 int sa_spawn_stdio(const char *path, char *const argv[], char *const envp[], int new_group,
-                   const int stdio[3], pid_t *pid) {
+                   const int stdio[3], const char *directory, pid_t *pid) {
   posix_spawn_file_actions_t actions;
   int rc = posix_spawn_file_actions_init(&actions);
   if (rc != 0) return rc;
   for (int target = 0; target < 3 && rc == 0; target++) {
     if (stdio[target] >= 0) rc = posix_spawn_file_actions_adddup2(&actions, stdio[target], target);
   }
+  if (rc == 0 && directory != NULL) rc = posix_spawn_file_actions_addchdir_np(&actions, directory);
   posix_spawnattr_t attr;
   if (rc == 0) rc = posix_spawnattr_init(&attr);
   if (rc != 0) {
@@ -192,8 +193,4 @@ ssize_t sa_recv_with_fd(int fd, void *buffer, size_t length, int *passed_fd) {
     if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) memcpy(passed_fd, CMSG_DATA(c), sizeof(int));
   }
   return n;
-}
-
-int sa_spawn_file_actions_addchdir(void *actions, const char *path) {
-  return posix_spawn_file_actions_addchdir_np((posix_spawn_file_actions_t *)actions, path);
 }

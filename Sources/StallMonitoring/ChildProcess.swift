@@ -15,10 +15,10 @@ public struct ChildProcess: Sendable {
     /// Starts `path` with `arguments`; `environment` nil passes the agent's own. Each of
     /// `stdin`, `stdout`, `stderr` is a descriptor the child gets in its place, or -1 to share
     /// the agent's. With `newGroup` the child leads a process group of its own, out of reach
-    /// of the terminal's Ctrl-C.
+    /// of the terminal's Ctrl-C. `directory` nil starts it in the agent's working directory.
     public static func spawn(
         _ path: String, _ arguments: [String], environment: [String: String]? = nil,
-        stdin: Int32 = -1, stdout: Int32 = -1, stderr: Int32 = -1, newGroup: Bool = false
+        stdin: Int32 = -1, stdout: Int32 = -1, stderr: Int32 = -1, newGroup: Bool = false, directory: String? = nil
     ) throws -> ChildProcess {
         let argv = ([path] + arguments).map { strdup($0) } + [nil]
         let envp = environment.map { $0.map { strdup("\($0.key)=\($0.value)") } + [nil] }
@@ -29,7 +29,9 @@ public struct ChildProcess: Sendable {
         var pid: pid_t = 0
         let stdio = [stdin, stdout, stderr]
         let group: Int32 = newGroup ? 1 : 0
-        let rc = envp.map { sa_spawn_stdio(path, argv, $0, group, stdio, &pid) } ?? sa_spawn_stdio(path, argv, environ, group, stdio, &pid)
+        let rc =
+            envp.map { sa_spawn_stdio(path, argv, $0, group, stdio, directory, &pid) }
+            ?? sa_spawn_stdio(path, argv, environ, group, stdio, directory, &pid)
         guard rc == 0 else { throw StallAgentError.system(operation: "spawn \(path)", errno: rc) }
         return ChildProcess(pid: pid)
     }

@@ -218,48 +218,17 @@ public final class ProcessInspector {
     /// Captures one thread. Idle threads are never stopped; a blocked thread is copied
     /// without a stop and, only if that copy lacks a register the unwind needs and its call
     /// restarts transparently after a ptrace stop (`TransparentRestart`), stopped briefly.
-    /// Thrown by `captureStack(deferringToKernelSample: true)` instead of stopping a running
-    /// thread whose next kernel sample is on its way: the caller asks again at its next probe.
-    public struct KernelSampleOnItsWay: Error {}
-
-    public func captureStack(
-        tid: Int32, activity: ThreadActivity, probe: ThreadProbeFiles? = nil, deferringToKernelSample: Bool = false
-    ) throws
+    public func captureStack(tid: Int32, activity: ThreadActivity, probe: ThreadProbeFiles? = nil) throws
         -> (snapshot: ThreadSnapshot, stack: UnwoundStack)
     {
         let allowStop = activity != .idle
         if allowStop, let sampled = perfSample(tid: tid, probe: probe) { return sampled }
         var lastError: Error = StallAgentError.threadMoved(tid: tid)
         let interpreter = interpreterChainReader(tid: tid)
-        // The probe may have seen the thread in a call, and a busy loop (Redis's) is running
-        // again microseconds later: the capture then found it running and stopped it (14 of
-        // 63 samples of a Redis under redis-benchmark). With the kernel sampling the thread,
-        // it is first looked at without a stop, and found running, its newest kernel sample
-        // is taken instead, or (`deferringToKernelSample`) the next one awaited; only when
-        // neither is there is it stopped.
-        let perfFirst = allowStop && perfSamplers[tid]?.isEnabled == true
         for _ in 0..<3 {
             do {
-                let snapshot: ThreadSnapshot
-                if perfFirst {
-                    do {
-                        snapshot = try capturer.capture(
-                            pid: pid, tid: tid, probe: probe, allowStop: false, stackEnd: stackEnd, interpreter: interpreter)
-                    } catch StallAgentError.threadMoved {
-                        if let sampled = perfSample(tid: tid, probe: probe) { return sampled }
-                        // Found running, or gone from the call it was copied in: busy either way.
-                        if deferringToKernelSample, let cpu = probe?.schedstat()?.cpuNanos,
-                            perfSamplers[tid]?.awaitsSample(cpuNanos: cpu) == true
-                        {
-                            throw KernelSampleOnItsWay()
-                        }
-                        snapshot = try capturer.capture(
-                            pid: pid, tid: tid, probe: probe, allowStop: true, stackEnd: stackEnd, interpreter: interpreter)
-                    }
-                } else {
-                    snapshot = try capturer.capture(
-                        pid: pid, tid: tid, probe: probe, allowStop: allowStop, stackEnd: stackEnd, interpreter: interpreter)
-                }
+                let snapshot = try capturer.capture(
+                    pid: pid, tid: tid, probe: probe, allowStop: allowStop, stackEnd: stackEnd, interpreter: interpreter)
                 var stack = unwind(snapshot)
                 // Re-read the maps only when a frame lies outside every known module (dlopen,
                 // exec); a stack that ends early inside known code would re-read them per sample.

@@ -721,8 +721,7 @@ public final class StallMonitor {
         }
         summary.samples += 1
         do {
-            let (snapshot, stack) = try inspector.captureStack(
-                tid: inspector.pid, activity: activity, probe: probe, deferringToKernelSample: true)
+            let (snapshot, stack) = try inspector.captureStack(tid: inspector.pid, activity: activity, probe: probe)
             if isBackInLoop(snapshot) {
                 // The loop went back to its wait between the probe and the capture: this stack
                 // is the loop's, not the work's, and must not name the stall.
@@ -769,9 +768,6 @@ public final class StallMonitor {
                 lockHintSyscall = info
             }
             handle(detector.record(StackSample(time: now, activity: activity, frames: sampled)))
-        } catch is ProcessInspector.KernelSampleOnItsWay {
-            // Not taken after all: asked again at the next probe, as with `awaitsPerfSample`.
-            summary.samples -= 1
         } catch StallAgentError.alreadyTraced(_, let tracer) {
             // strace, gdb or another agent holds the target: no stacks, but the stall is still
             // timed from /proc. Said once per tracer, and in every report.

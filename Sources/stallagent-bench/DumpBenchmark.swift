@@ -48,28 +48,15 @@ struct DumpBenchmark {
     }
 
     static func run(_ arguments: [String], stdout: String = "/dev/null") -> Run? {
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 1, stdout, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
-        posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
-        let environment = ProcessInfo.processInfo.environment.map { "\($0.key)=\($0.value)" }
-        var argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
-        var envp: [UnsafeMutablePointer<CChar>?] = environment.map { strdup($0) } + [nil]
-        defer { (argv + envp).forEach { free($0) } }
-        var pid: pid_t = 0
-        let start = MonotonicTime.nanos()
-        guard posix_spawn(&pid, arguments[0], &actions, nil, &argv, &envp) == 0 else { return nil }
-        var status: Int32 = 0
         var peak: UInt64 = 0
-        while true {
-            let result = waitpid(pid, &status, WNOHANG)
-            if result == pid || (result < 0 && errno != EINTR) { break }
-            if let bytes = AgentResourceUsage.peakResidentBytes(pid: "\(pid)") { peak = max(peak, UInt64(bytes)) }
-            usleep(2000)
-        }
-        return Run(wallNanos: MonotonicTime.nanos() - start, maxRSSBytes: peak, status: status)
+        guard
+            let (wall, status) = try? TimedChild.run(
+                arguments, stdout: stdout, pollMicros: 2000,
+                everyPoll: { pid in
+                    if let bytes = AgentResourceUsage.peakResidentBytes(pid: "\(pid)") { peak = max(peak, UInt64(bytes)) }
+                })
+        else { return nil }
+        return Run(wallNanos: wall, maxRSSBytes: peak, status: status)
     }
 
     static func median(_ values: [Double]) -> Double {

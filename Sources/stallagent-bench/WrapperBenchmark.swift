@@ -1,4 +1,3 @@
-import CPosix
 import Foundation
 import StallProc
 import StallMonitoring
@@ -30,56 +29,35 @@ public final class WrapperBenchmark {
         var prepare: () throws -> Void = {}
     }
 
-    /// One run: wall seconds and, when wrapped, the agent's VmHWM in bytes (polled every 20 ms:
-    /// the high-water mark only grows, so the last read before exit is the peak within 20 ms).
-    /// Also the agent's own CPU seconds (utime + stime of the agent process alone, children
-    /// excluded, polled the same way): on a shared machine wall time swings with other jobs'
-    /// bursts, the agent's CPU does not. Spawned with posix_spawn and reaped by a 1 ms waitpid
-    /// poll: Foundation's `Process` noticed an exit only at its next 20–50 ms tick, which on a
-    /// one-second run was itself a few per cent of noise. Both sides read the child's /proc
-    /// files alike, so the bench's own polling loads them equally.
+    /// One run (`TimedChild`, 1 ms poll): wall seconds and, when wrapped, the agent's VmHWM in
+    /// bytes (polled every 20 ms: the high-water mark only grows, so the last read before exit
+    /// is the peak within 20 ms). Also the agent's own CPU seconds (utime + stime of the agent
+    /// process alone, children excluded, polled the same way): on a shared machine wall time
+    /// swings with other jobs' bursts, the agent's CPU does not. Both sides read the child's
+    /// /proc files alike, so the bench's own polling loads them equally.
     private func runOnce(_ command: [String], wrapped: Bool) throws -> (seconds: Double, peak: UInt64?, cpu: Double?) {
         let reports = work.appendingPathComponent("reports").path
         let arguments = wrapped ? [agentBinary.path, "--report-dir", reports, "--"] + command : ["/usr/bin/env"] + command
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
-        _ = sa_spawn_file_actions_addchdir(&actions, work.path)
-        let environment = ProcessInfo.processInfo.environment.map { "\($0.key)=\($0.value)" }
-        var argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
-        var envp: [UnsafeMutablePointer<CChar>?] = environment.map { strdup($0) } + [nil]
-        defer { (argv + envp).forEach { free($0) } }
-        var pid: pid_t = 0
-        let start = MonotonicTime.nanos()
-        let spawned = posix_spawn(&pid, arguments[0], &actions, nil, &argv, &envp)
-        guard spawned == 0 else { throw StallAgentError.system(operation: "posix_spawn \(arguments[0])", errno: spawned) }
         var peak: UInt64?
         var cpu: Double?
-        var status: Int32 = 0
         var lastPoll: UInt64 = 0
-        while true {
-            let result = waitpid(pid, &status, WNOHANG)
-            if result == pid || (result < 0 && errno != EINTR) { break }
+        let (wall, _) = try TimedChild.run(arguments, directory: work.path, pollMicros: 1000) { pid in
             let now = MonotonicTime.nanos()
-            if now - lastPoll >= 20_000_000 {
-                lastPoll = now
-                let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8)
-                let hwm = AgentResourceUsage.peakResidentBytes(pid: "\(pid)")
-                if wrapped, let stat, let close = stat.lastIndex(of: ")") {
-                    let fields = stat[stat.index(after: close)...].split(separator: " ")
-                    // Fields after the name: state is [0], utime [11], stime [12].
-                    if fields.count > 12, let user = Double(fields[11]), let system = Double(fields[12]) {
-                        cpu = (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
-                    }
+            guard now - lastPoll >= 20_000_000 else { return }
+            lastPoll = now
+            let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8)
+            let hwm = AgentResourceUsage.peakResidentBytes(pid: "\(pid)")
+            guard wrapped else { return }
+            if let stat, let close = stat.lastIndex(of: ")") {
+                let fields = stat[stat.index(after: close)...].split(separator: " ")
+                // Fields after the name: state is [0], utime [11], stime [12].
+                if fields.count > 12, let user = Double(fields[11]), let system = Double(fields[12]) {
+                    cpu = (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
                 }
-                if wrapped, let hwm { peak = max(peak ?? 0, UInt64(hwm)) }
             }
-            usleep(1000)
+            if let hwm { peak = max(peak ?? 0, UInt64(hwm)) }
         }
-        return (Double(MonotonicTime.nanos() - start) / 1e9, peak, cpu)
+        return (Double(wall) / 1e9, peak, cpu)
     }
 
     /// A/B alternating, A first in even rounds and B first in odd ones, so drift in the machine's

@@ -28,13 +28,9 @@ int sa_tgkill(pid_t tgid, pid_t tid, int sig);
 int sa_spawn(const char *path, char *const argv[], char *const envp[], int new_group, pid_t *pid);
 
 /// sa_spawn with the child's stdin, stdout and stderr taken from `stdio[0..2]` (dup2'd in
-/// the child; -1 leaves that one inherited).
-/// posix_spawn_file_actions_addchdir_np (glibc 2.29+), which the Glibc module does not export:
-/// the child changes to `path` before it execs. Returns 0 or an errno.
-int sa_spawn_file_actions_addchdir(void *actions, const char *path);
-
+/// the child; -1 leaves that one inherited), started in `directory` (NULL: this process's).
 int sa_spawn_stdio(const char *path, char *const argv[], char *const envp[], int new_group,
-                   const int stdio[3], pid_t *pid);
+                   const int stdio[3], const char *directory, pid_t *pid);
 
 /// pipe2(O_CLOEXEC): a child spawned by another thread meanwhile does not inherit it.
 int sa_pipe_cloexec(int fds[2]);

@@ -111,14 +111,27 @@ import Glibc
         #expect(frames.contains { $0.function == "process_requests" }, "\(summary(frames))")
     }
 
-    /// The subset gives libdw what it reads for lines and inlines: over libc's code, every
-    /// lookup through it equals one through the whole (compressed) debug file.
-    @Test func libcDwarfSubsetAnswersLikeTheWholeFile() throws {
-        let libc = "/usr/lib/x86_64-linux-gnu/libc.so.6"
-        let image = try ElfImage(path: libc)
+    /// This machine's libc and the path of its libc6-dbg debug file (the test is cancelled
+    /// without one).
+    static func libcWithDebugFile() throws -> (image: ElfImage, debugPath: String) {
+        let image = try ElfImage(path: "/usr/lib/x86_64-linux-gnu/libc.so.6")
         let buildID = try #require(image.buildID)
         let debugPath = "/usr/lib/debug/.build-id/\(buildID.prefix(2))/\(buildID.dropFirst(2)).debug"
         guard FileManager.default.fileExists(atPath: debugPath) else { try Test.cancel("no debug file for libc (apt-get install libc6-dbg)") }
+        return (image, debugPath)
+    }
+
+    /// `count` addresses spread at random (seeded) over the image's largest code segment.
+    static func codeAddresses(in image: ElfImage, count: Int, seed: UInt64) throws -> [UInt64] {
+        let text = try #require(image.segments.filter(\.executable).max { $0.memorySize < $1.memorySize })
+        var generator = SplitMix64(seed: seed)
+        return (0..<count).map { _ in text.virtualAddress + UInt64.random(in: 0..<text.memorySize, using: &generator) }
+    }
+
+    /// The subset gives libdw what it reads for lines and inlines: over libc's code, every
+    /// lookup through it equals one through the whole (compressed) debug file.
+    @Test func libcDwarfSubsetAnswersLikeTheWholeFile() throws {
+        let (image, debugPath) = try Self.libcWithDebugFile()
         let debug = try ElfImage(path: debugPath)
         // A unit near the start is read without inflating the rest of .debug_info.
         let early = try #require(DwarfSourceInfo(image: debug))
@@ -129,11 +142,8 @@ import Glibc
 
         let subset = try #require(DwarfSourceInfo(image: debug))
         let whole = try #require(DwarfSourceInfo(image: debug, subset: false))
-        let text = try #require(image.segments.filter(\.executable).max { $0.memorySize < $1.memorySize })
-        var generator = SplitMix64(seed: 14)
         var withLines = 0
-        for _ in 0..<400 {
-            let address = text.virtualAddress + UInt64.random(in: 0..<text.memorySize, using: &generator)
+        for address in try Self.codeAddresses(in: image, count: 400, seed: 14) {
             let a = subset.locate(address)
             let b = whole.locate(address)
             #expect(
@@ -147,18 +157,11 @@ import Glibc
     /// Names without lines (the monitor's loop frames): the same function, offset and
     /// approximation as a full lookup, and no file, line or inlined frames.
     @Test func lookupNameNamesLikeTheFullLookup() throws {
-        let libc = "/usr/lib/x86_64-linux-gnu/libc.so.6"
-        let image = try ElfImage(path: libc)
-        let buildID = try #require(image.buildID)
-        let debugPath = "/usr/lib/debug/.build-id/\(buildID.prefix(2))/\(buildID.dropFirst(2)).debug"
-        guard FileManager.default.fileExists(atPath: debugPath) else { try Test.cancel("no debug file for libc (apt-get install libc6-dbg)") }
+        let (image, debugPath) = try Self.libcWithDebugFile()
         let names = ModuleSymbols(image: image, debugImage: try ElfImage(path: debugPath))
         let full = ModuleSymbols(image: image, debugImage: try ElfImage(path: debugPath))
-        let text = try #require(image.segments.filter(\.executable).max { $0.memorySize < $1.memorySize })
-        var generator = SplitMix64(seed: 21)
         var named = 0
-        for _ in 0..<300 {
-            let address = text.virtualAddress + UInt64.random(in: 0..<text.memorySize, using: &generator)
+        for address in try Self.codeAddresses(in: image, count: 300, seed: 21) {
             let a = names.lookupName(address)
             let b = full.lookup(address)
             #expect(a.function == b.function && a.offset == b.offset && a.approximate == b.approximate, "\(String(address, radix: 16))")
