@@ -32,6 +32,8 @@ public final class ProcessInspector {
     public var readsPythonFrames = true
     /// Incremented when the process is found to have exec'd another program.
     public private(set) var execCount = 0
+    /// Incremented when the process's name changed while its program stayed the same.
+    public private(set) var renameCount = 0
 
     /// Validates the target: it must exist, be a user process, not a zombie, and be readable
     /// with ptrace-level access. Each refusal is a distinct, documented error.
@@ -83,7 +85,16 @@ public final class ProcessInspector {
         // Compare the maps text first: rebuilding the module list (a stat per file, the vDSO
         // read) every second would be most of an idle watch's CPU.
         let text = try ProcFS.readText("/proc/\(pid)/maps", pid: pid)
-        guard force || text.hashValue != modules.mapsSignature else { return false }
+        guard force || text.hashValue != modules.mapsSignature else {
+            // The same maps under another name: a rename (prctl PR_SET_NAME), or an exec whose
+            // new maps were read at start while its name was still the old one (a child found
+            // between its fork and its exec: the kernel sets the name after the new mm).
+            if let comm = statusName(), comm != name {
+                name = comm
+                renameCount += 1
+            }
+            return false
+        }
         let fresh = try ProcessModules(pid: pid, mapsText: text)
         modules = fresh
         unwinder.update(modules: fresh)
@@ -99,16 +110,25 @@ public final class ProcessInspector {
         // From status, as at start: its Name escapes what the comm file gives raw (a newline
         // is the two characters \n there), and comparing the two forms saw an exec in every
         // process whose name has one (about one wrapped run in five lost its stall to it).
-        let comm = (try? ProcFS.readText("/proc/\(pid)/status", pid: pid)).flatMap { ProcStatus.parse($0)?.name } ?? name
+        let comm = statusName() ?? name
         let mainMapping = modules.modules.first { $0.path == path }?.start
-        // No path: the process is exiting (its mm is gone), not exec'ing.
-        if let path, path != executablePath || comm != name || mainMapping != lastMainMapping {
+        // No path: the process is exiting (its mm is gone), not exec'ing. The executable
+        // where it was with another name is a rename (the maps of a Python or Node process
+        // change all the time), not an exec: an exec maps the program afresh.
+        if let path, path != executablePath || mainMapping != lastMainMapping {
             executablePath = path
             name = comm
             execCount += 1
+        } else if path != nil, comm != name {
+            name = comm
+            renameCount += 1
         }
         lastMainMapping = mainMapping
         return true
+    }
+
+    private func statusName() -> String? {
+        (try? ProcFS.readText("/proc/\(pid)/status", pid: pid)).flatMap { ProcStatus.parse($0)?.name }
     }
 
     /// Where the executable was mapped: a new address (ASLR) tells an exec of the same file.

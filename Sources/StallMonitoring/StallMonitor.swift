@@ -38,6 +38,7 @@ public final class StallMonitor {
     /// The main thread's name at the latest probe: a change means the process exec'd.
     private var lastComm: String?
     private var execCount = 0
+    private var renameCount = 0
     private let hostname: String
 
     // Per-episode agent statistics (reset when a new busy episode starts).
@@ -334,28 +335,55 @@ public final class StallMonitor {
             // sample, so the sample is read with the new program's modules.
             if detector.phase == .batch, executableChanged() { noteExec(at: now) }
             sample(at: now, activity: observation.activity)
+            // A capture whose frames lay outside every known module re-read the maps, and
+            // so may have been the first to see an exec (a child caught between its fork and
+            // its exec): the reports must take the new name now, not never.
+            if inspector.execCount != execCount { reconcileExec(at: now) }
+            if inspector.renameCount != renameCount { noteRename() }
         }
         if detector.isStalled { checkKillAfter(at: now) }
         if now >= nextModuleCheck {
             // exec or dlopen changes the maps; re-reading them costs ~100 µs, once a second.
             // refreshModules itself notices an exec (a new executable, comm or mapping) and
-            // takes the new name and path. Another program: start afresh. The same program
-            // mapped anew (a daemon re-exec'ing itself; or, under load, a mapping first read
-            // mid-exec): its identity is read again, but a stall in progress is kept.
-            if (try? inspector.refreshModules()) == true {
-                if executableChanged()
-                    || (inspector.execCount != execCount
-                        && (inspector.name != processInfo.name || inspector.executablePath != processInfo.path))
-                {
-                    noteExec(at: now)
-                } else if inspector.execCount != execCount {
-                    execCount = inspector.execCount
-                    (processInfo, threadInfo) = StallMonitor.identity(of: inspector, redactArgv: options.redactArgv, unit: options.unit)
-                }
-            }
+            // takes the new name and path.
+            checkIdentity(at: now)
             nextModuleCheck = now + 1
         }
         return true
+    }
+
+    /// Re-reads the maps and the name, and acts on an exec or a rename found.
+    private func checkIdentity(at now: Double) {
+        let mapsChanged = (try? inspector.refreshModules()) == true
+        if mapsChanged || inspector.execCount != execCount { reconcileExec(at: now) }
+        if inspector.renameCount != renameCount { noteRename() }
+    }
+
+    /// Acts on an exec the inspector counted (in the module check or in a capture). Another
+    /// program: start afresh. The same program mapped anew (a daemon re-exec'ing itself; or,
+    /// under load, a mapping first read mid-exec): its identity is read again, but a stall in
+    /// progress is kept.
+    private func reconcileExec(at now: Double) {
+        if executableChanged()
+            || (inspector.execCount != execCount
+                && (inspector.name != processInfo.name || inspector.executablePath != processInfo.path))
+        {
+            noteExec(at: now)
+        } else if inspector.execCount != execCount {
+            execCount = inspector.execCount
+            (processInfo, threadInfo) = StallMonitor.identity(of: inspector, redactArgv: options.redactArgv, unit: options.unit)
+        }
+    }
+
+    /// The same program under a new name: reports take it; the watch goes on as it was.
+    private func noteRename() {
+        renameCount = inspector.renameCount
+        let before = processInfo.name
+        (processInfo, threadInfo) = StallMonitor.identity(of: inspector, redactArgv: options.redactArgv, unit: options.unit)
+        summary.name = processInfo.name
+        if !options.quiet, before != processInfo.name {
+            log("stallagent: \(before.terminalSafe) [\(inspector.pid)] is now called \(processInfo.name.terminalSafe); reports now name it so")
+        }
     }
 
     /// The process replaced its program (exec, e.g. pyenv's `bash` shim starting python): name
@@ -366,6 +394,7 @@ public final class StallMonitor {
         let before = processInfo.name
         inspector.reidentify()
         execCount = inspector.execCount
+        renameCount = inspector.renameCount
         (processInfo, threadInfo) = StallMonitor.identity(of: inspector, redactArgv: options.redactArgv, unit: options.unit)
         summary.name = processInfo.name
         if !options.quiet {
@@ -503,7 +532,9 @@ public final class StallMonitor {
             return ThreadObservation(time: now, activity: .idle, cpuNanos: lastCPUNanos, runQueueNanos: lastRunQueueNanos)
         }
         guard let stat = probe.stat() else { return ThreadObservation(time: now, activity: .gone) }
-        if let last = lastComm, last != stat.name { noteExec(at: now) }
+        // A new name: an exec, or a rename (prctl, a write to /proc/PID/comm), told apart by
+        // the maps.
+        if let last = lastComm, last != stat.name { checkIdentity(at: now) }
         lastComm = stat.name
         let sched = probe.schedstat()
         var activity = classify(state: stat.state, syscall: syscall)

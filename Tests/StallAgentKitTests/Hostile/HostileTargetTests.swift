@@ -580,6 +580,50 @@ import Glibc
         #expect((process["commandLine"] as? [String])?.contains("loop") == true)
         #expect(process["buildId"] as? String == (try ElfImage(path: other).buildID))
     }
+
+    /// A process that renames itself (prctl PR_SET_NAME) mid-stall is not an exec: the stall
+    /// goes on as one, and its report takes the new name. (Python's heap moves the maps all
+    /// the time, so a changed name beside changed maps was once taken for an exec.)
+    @Test func attack8_renameMidStallKeepsTheStallAndTakesTheName() throws {
+        let scratch = try HostileScratch("rename")
+        let python = "/usr/bin/python3"
+        guard FileManager.default.isExecutableFile(atPath: python) else { try Test.cancel("\(python) is missing") }
+        let target = Process()
+        target.executableURL = URL(fileURLWithPath: python)
+        target.arguments = [
+            "-c",
+            """
+            import ctypes, time
+            libc = ctypes.CDLL(None)
+            def spin(seconds):
+                end = time.time() + seconds
+                while time.time() < end: pass
+            def work():
+                spin(1.0)
+                libc.prctl(15, b"renamed", 0, 0, 0)
+                spin(1.5)
+            time.sleep(0.6)
+            work()
+            time.sleep(30)
+            """,
+        ]
+        try target.run()
+        defer {
+            kill(target.processIdentifier, SIGKILL)
+            target.waitUntilExit()
+        }
+        let reports = scratch.path("reports")
+        let result = try runCommand(
+            agent,
+            ["--pid", "\(target.processIdentifier)", "--report-dir", reports, "--threshold", "0.5s", "--launch-threshold", "0.5s", "--duration", "4.5s"],
+            timeout: 30)
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stderr.contains("[\(target.processIdentifier)] is now called renamed; reports now name it so"), "\(result.stderr)")
+        #expect(!result.stderr.contains("exec'd"), "\(result.stderr)")
+        let names = hostileJSONReports(in: reports).compactMap { ($0["process"] as? [String: Any])?["name"] as? String }
+        #expect(names == ["renamed"], "\(result.stderr)")
+        #expect(result.stderr.contains("watched renamed [\(target.processIdentifier)]"), "\(result.stderr)")
+    }
 }
 
 extension CallTreeNode {
