@@ -24,13 +24,13 @@
 #define TICK_WORK_NS 50000u
 
 enum step_kind { STEP_SPIN, STEP_SLEEP, STEP_MUTEX, STEP_PIPE, STEP_IO, STEP_STARVE, STEP_SHORT, STEP_DIE, STEP_IDLE,
-                 STEP_SATURATE, STEP_NESTED };
+                 STEP_SATURATE, STEP_NESTED, STEP_SYSCALLS };
 
 static const char *const step_names[] = {
     [STEP_SPIN] = "spin", [STEP_SLEEP] = "sleep", [STEP_MUTEX] = "mutex",
     [STEP_PIPE] = "pipe", [STEP_IO] = "io", [STEP_STARVE] = "starve",
     [STEP_SHORT] = "short", [STEP_DIE] = "die", [STEP_IDLE] = "idle",
-    [STEP_SATURATE] = "saturate", [STEP_NESTED] = "nested",
+    [STEP_SATURATE] = "saturate", [STEP_NESTED] = "nested", [STEP_SYSCALLS] = "syscalls",
 };
 
 struct step {
@@ -89,7 +89,7 @@ static void parse_script(const char *spec, struct loop_state *st)
         }
         if (!known || !parse_seconds(colon + 1, &step.seconds))
             usage_error("bad --script step `%s%s%s` (want KIND:SECONDS, KIND one of"
-                        " spin sleep mutex pipe io starve short die idle saturate nested)",
+                        " spin sleep mutex pipe io starve short die idle saturate nested syscalls)",
                         item, colon ? ":" : "", colon ? colon + 1 : "");
         st->steps[st->step_count++] = step;
     }
@@ -227,6 +227,7 @@ FIXTURE_FRAME void run_step(struct loop_state *st)
     case STEP_STARVE: starved_compute(step->seconds); break;
     case STEP_DIE: dying_compute(step->seconds, st->log_fd, &st->step_start); break;
     case STEP_NESTED: nested_wait(step->seconds); break;
+    case STEP_SYSCALLS: syscall_heavy_compute(step->seconds); break;
     case STEP_SATURATE:
     case STEP_SHORT:
     case STEP_IDLE: break; /* handled by script_step_due / above */

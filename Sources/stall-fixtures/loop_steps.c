@@ -31,6 +31,27 @@ FIXTURE_FRAME int blocking_sleep(double seconds)
     return 0;
 }
 
+/* Busy like a server under load: most of its time in system calls (reads of 64 KiB
+ * from /dev/zero, the kernel clearing the buffer), a little in user code between them.
+ * A sampler that counts only user time sees almost nothing of it. */
+FIXTURE_FRAME uint64_t syscall_heavy_compute(double seconds)
+{
+    static char buffer[65536];
+    int fd = open("/dev/zero", O_RDONLY | O_CLOEXEC);
+    volatile uint64_t acc = 1;
+    uint64_t end = mono_ns() + seconds_to_ns(seconds);
+    while (mono_ns() < end && !stop_requested) {
+        if (fd >= 0 && read(fd, buffer, sizeof buffer) > 0)
+            acc += (unsigned char)buffer[acc % sizeof buffer];
+        for (int i = 0; i < 256; i++)
+            spin_arith(&acc);
+    }
+    if (fd >= 0)
+        close(fd);
+    KEEP_FRAME();
+    return acc;
+}
+
 #define SHORT_BURST_NS 3000000u
 
 FIXTURE_FRAME uint64_t short_bursts(void)

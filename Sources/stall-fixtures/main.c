@@ -102,6 +102,7 @@ static void usage(FILE *out)
           "                            request, then 1 ms in flush_replies (event_loop) before\n"
           "                            the next wait; ~300 turns/s, never asleep (no stall)\n"
           "  nested  nested_wait       epoll_wait on a second epoll set, from inside work\n"
+          "  syscalls syscall_heavy_compute  busy, mostly in the kernel: 64 KiB reads of /dev/zero\n"
           "--log FILE appends one JSON line per step when it ends:\n"
           "  {\"kind\":\"spin\",\"start_wall\":S,\"end_wall\":S,\"start_mono\":S,\"end_mono\":S,\"seconds\":S}\n",
           out);

@@ -262,6 +262,7 @@ uint64_t short_bursts(void);           /* one ~3 ms burst per call */
 uint64_t serve_request(unsigned n);    /* 1-3 ms: the request half of a saturated turn */
 uint64_t flush_replies(void);          /* 1 ms: the loop's write phase before it waits */
 int nested_wait(double seconds);       /* epoll_wait on a second epoll set, from inside work */
+uint64_t syscall_heavy_compute(double seconds); /* busy, most of it in the kernel (reads of /dev/zero) */
 /* Spins `seconds`, appends the "die" log line ending now, then abort()s. */
 uint64_t dying_compute(double seconds, int log_fd, const struct stamp *start);
 
