@@ -82,12 +82,16 @@ public final class WrapperBenchmark {
         // Each round's two runs are neighbours in time: their ratio cancels the machine's drift
         // over the minute the rounds take, which a ratio of the two medians does not.
         let paired = zip(wrapped, plain).compactMap { $1 > 0 ? $0 / $1 : nil }.sorted()
+        // The middle half of the rounds says how far one run's median can be trusted: a single
+        // round on this VM swings by ±15 % either way.
+        let quarter = paired.isEmpty ? 0 : paired.count / 4
+        let middle = paired.isEmpty ? (0.0, 0.0) : (paired[quarter], paired[paired.count - 1 - quarter])
         log(
             String(
                 format:
-                    "  %@: wrapped %.3f s, unwrapped %.3f s (medians of %d) → %.3f× (median of the rounds' ratios; rounds %.3f–%.3f×, ratio of medians %.3f×)   agent CPU %.1f %% of the wrapped wall time   agent VmHWM %.1f MB",
-                workload.name, a, b, rounds, Percentiles(paired).p50, paired.first ?? 0, paired.last ?? 0, b > 0 ? a / b : 0,
-                100 * Percentiles(agentShare).p50, Double(peak) / 1_048_576))
+                    "  %@: wrapped %.3f s, unwrapped %.3f s (medians of %d) → %.3f× (median of the rounds' ratios; middle half %.3f–%.3f×, all %.3f–%.3f×; ratio of medians %.3f×)   agent CPU %.1f %% of the wrapped wall time   agent VmHWM %.1f MB",
+                workload.name, a, b, rounds, Percentiles(paired).p50, middle.0, middle.1, paired.first ?? 0, paired.last ?? 0,
+                b > 0 ? a / b : 0, 100 * Percentiles(agentShare).p50, Double(peak) / 1_048_576))
     }
 
     /// ~80 C files of a few functions each and a Makefile, rebuilt from scratch each run.
@@ -147,7 +151,7 @@ public final class WrapperBenchmark {
     public func run(quick: Bool) throws {
         try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: work) }
-        let rounds = quick ? 3 : 9
+        let rounds = quick ? 3 : 15
         log(
             "stallagent wrapper benchmark — \(ProcessInfo.processInfo.activeProcessorCount) CPUs, \(rounds) A/B rounds each"
                 + "   goal: wrapped ≤ 1.03× unwrapped, agent VmHWM ≤ 50 MB")
