@@ -35,7 +35,8 @@ public final class StallMonitor {
     private let wallClockOffset: Double
     private var processInfo: ReportProcessInfo
     private var threadInfo: ReportThreadInfo
-    /// The main thread's name at the latest probe: a change means the process exec'd.
+    /// The main thread's name at the latest probe: a change means the process exec'd or was
+    /// renamed.
     private var lastComm: String?
     private var execCount = 0
     private var renameCount = 0
@@ -344,8 +345,8 @@ public final class StallMonitor {
         if detector.isStalled { checkKillAfter(at: now) }
         if now >= nextModuleCheck {
             // exec or dlopen changes the maps; re-reading them costs ~100 µs, once a second.
-            // refreshModules itself notices an exec (a new executable, comm or mapping) and
-            // takes the new name and path.
+            // refreshModules itself notices an exec (a new executable or mapping) or a rename
+            // (the same ones under a new name) and takes the new name and path.
             checkIdentity(at: now)
             nextModuleCheck = now + 1
         }
