@@ -94,7 +94,8 @@ void sa_perf_waker_close(int fd, void *ring) { close_mapped(fd, ring, waker_ring
 enum { P_AX = 0, P_BX, P_CX, P_DX, P_SI, P_DI, P_BP, P_SP, P_IP, P_R8 = 16 };
 static const uint64_t register_mask = 0x1ffull | (0xffull << P_R8);
 
-int sa_perf_stack_sampler_open(pid_t tid, uint64_t period_ns, uint32_t stack_bytes, void **ring, size_t *ring_bytes) {
+int sa_perf_stack_sampler_open(pid_t tid, uint64_t period_ns, uint32_t stack_bytes, int user_only, void **ring,
+                               size_t *ring_bytes) {
   struct perf_event_attr attr;
   memset(&attr, 0, sizeof attr);
   attr.size = sizeof attr;
@@ -111,7 +112,8 @@ int sa_perf_stack_sampler_open(pid_t tid, uint64_t period_ns, uint32_t stack_byt
   // sample for seconds, so its samples fell back to ptrace stops (14 of 63). The registers and
   // stack copied are the user-mode ones either way (saved at the kernel's entry). Where the
   // kernel refuses kernel-mode counting (perf_event_paranoid 2 without CAP_PERFMON), user only.
-  attr.exclude_kernel = 0;
+  // (`user_only` is the bench's A/B of what counting kernel time costs a user-mode thread.)
+  attr.exclude_kernel = user_only ? 1 : 0;
   attr.exclude_hv = 1;
   attr.disabled = 1;
   // Never woken: the agent reads the ring at its own cadence.
@@ -121,7 +123,7 @@ int sa_perf_stack_sampler_open(pid_t tid, uint64_t period_ns, uint32_t stack_byt
   size_t data = (size_t)sysconf(_SC_PAGESIZE);
   while (data < 4 * ((size_t)stack_bytes + 512)) data *= 2;
   int fd = open_mapped(&attr, tid, data, ring, ring_bytes);
-  if (fd < 0 && (errno == EACCES || errno == EPERM)) {
+  if (fd < 0 && !user_only && (errno == EACCES || errno == EPERM)) {
     attr.exclude_kernel = 1;
     fd = open_mapped(&attr, tid, data, ring, ring_bytes);
   }

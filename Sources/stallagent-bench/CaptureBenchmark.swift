@@ -125,31 +125,40 @@ public final class CaptureBenchmark {
         // perf_event sampling (issue 14): the kernel copies registers and stack at a task-clock
         // interrupt while the thread runs; its pause is the target's gap at the sample's time.
         // The agent's sampler (copy sized to the stack, as the monitor unwinds and fits it)
-        // alternates in blocks of ten with one copying the kernel's full 64 KiB, so load
-        // drifts hit both alike.
+        // alternates in blocks of ten with one copying the kernel's full 64 KiB and with one
+        // like the agent's that counts user time only (exclude_kernel, sized the same way: the
+        // A/B of what counting the kernel's ticks costs a thread that never enters it), so load
+        // drifts hit all three alike.
         var perfTimes: [UInt64] = []
         var fullTimes: [UInt64] = []
+        var userOnlyTimes: [UInt64] = []
         var perfFrames: [Int] = []
         perfSizing = nil
         usleep(100_000)
-        if let sampler = try? PerfStackSampler(tid: fixture.pid, period: 1 / rateHz, stackBytes: PerfStackSampler.maxStackBytes),
-            let full = try? PerfStackSampler(tid: fixture.pid, period: 1 / rateHz, stackBytes: PerfStackSampler.maxStackBytes)
+        let period = 1 / rateHz
+        let maxStack = PerfStackSampler.maxStackBytes
+        if let sampler = try? PerfStackSampler(tid: fixture.pid, period: period, stackBytes: maxStack),
+            let full = try? PerfStackSampler(tid: fixture.pid, period: period, stackBytes: maxStack),
+            let userOnly = try? PerfStackSampler(tid: fixture.pid, period: period, stackBytes: maxStack, userOnly: true)
         {
             let start = MonotonicTime.nanos()
-            for block in 0..<(2 * captures + 9) / 10 {
-                let sized = block % 2 == 0
-                let current = sized ? sampler : full
+            for block in 0..<(3 * captures + 9) / 10 {
+                let current = [sampler, full, userOnly][block % 3]
                 current.setEnabled(true)
                 for i in block * 10..<block * 10 + 10 {
                     pace(i, start: start)
                     guard let sample = current.latest(pid: fixture.pid) else { continue }
-                    if sized {
-                        let stack = inspector.unwind(sample)
-                        sampler.fit(sample, stack)
+                    if current === full {
+                        fullTimes.append(sample.timeNanos)
+                        continue
+                    }
+                    let stack = inspector.unwind(sample)
+                    current.fit(sample, stack)
+                    if current === sampler {
                         perfTimes.append(sample.timeNanos)
                         perfFrames.append(stack.frames.count)
                     } else {
-                        fullTimes.append(sample.timeNanos)
+                        userOnlyTimes.append(sample.timeNanos)
                     }
                 }
                 current.setEnabled(false)
@@ -216,6 +225,13 @@ public final class CaptureBenchmark {
                 row(
                     "  perf_event, 64 KiB copy", full,
                     String(format: "ratio to floor (p50): %.2fx; %d samples, alternating", floor.p50 > 0 ? full.p50 / floor.p50 : 0, fullTimes.count)))
+            let userOnly = micros(userOnlyTimes.map { log.pause(during: $0 &- 20_000, $0 + 20_000) })
+            self.log(
+                row(
+                    "  perf_event, user time only", userOnly,
+                    String(
+                        format: "ratio to floor (p50): %.2fx; %d samples, alternating; the agent's sampler vs this: %.2fx",
+                        floor.p50 > 0 ? userOnly.p50 / floor.p50 : 0, userOnlyTimes.count, userOnly.p50 > 0 ? perf.p50 / userOnly.p50 : 0)))
             lastPerfRatio = floor.p50 > 0 ? perf.p50 / floor.p50 : 0
         }
         self.log(row("  agent-side stop window", micros(agentPauses), "interrupt → detach, agent clock"))

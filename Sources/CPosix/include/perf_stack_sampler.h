@@ -12,8 +12,10 @@
 /// A disabled per-thread task-clock sampling event that copies the thread's user registers
 /// and the top `stack_bytes` of its user stack at each sample interrupt (every `period_ns` of
 /// the thread's on-CPU time), into a ring mapped at `*ring` (`*ring_bytes` long). The thread is
-/// never stopped. Returns the fd, or -1 with errno.
-int sa_perf_stack_sampler_open(pid_t tid, uint64_t period_ns, uint32_t stack_bytes, void **ring, size_t *ring_bytes);
+/// never stopped. Ticks in the kernel count too unless `user_only` (or the kernel refuses it).
+/// Returns the fd, or -1 with errno.
+int sa_perf_stack_sampler_open(pid_t tid, uint64_t period_ns, uint32_t stack_bytes, int user_only, void **ring,
+                               size_t *ring_bytes);
 int sa_perf_stack_sampler_enable(int fd);
 int sa_perf_stack_sampler_disable(int fd);
 void sa_perf_stack_sampler_close(int fd, void *ring, size_t ring_bytes);

@@ -41,13 +41,19 @@ public final class PerfStackSampler {
     /// The smallest copy: below it the saving is under a microsecond per sample.
     static let minStackBytes = 4096
 
+    /// Ticks that land in the kernel are dropped (the bench's A/B; the agent counts them).
+    private let userOnly: Int32
+
     /// `stackBytes` is the most the copy may grow to (64 KiB at most, the kernel's limit).
-    public init(tid: Int32, period: Double, stackBytes: Int) throws {
+    /// `userOnly`: count only the thread's user time, as the sampler did before a syscall-heavy
+    /// loop showed it dropping samples (kept for the bench's A/B of the cost).
+    public init(tid: Int32, period: Double, stackBytes: Int, userOnly: Bool = false) throws {
         let bytes = min(max(stackBytes, PerfStackSampler.minStackBytes), PerfStackSampler.maxStackBytes)
         var ring: UnsafeMutableRawPointer?
         var ringBytes = 0
         periodNanos = UInt64(max(period, 0.001) * 1e9)
-        let fd = sa_perf_stack_sampler_open(tid, periodNanos, UInt32(bytes), &ring, &ringBytes)
+        self.userOnly = userOnly ? 1 : 0
+        let fd = sa_perf_stack_sampler_open(tid, periodNanos, UInt32(bytes), self.userOnly, &ring, &ringBytes)
         if fd < 0 { throw StallAgentError.invalidArgument("perf_event_open: \(String(cString: strerror(errno)))") }
         self.tid = tid
         self.fd = fd
@@ -98,7 +104,7 @@ public final class PerfStackSampler {
     private func resize(_ bytes: Int) {
         var newRing: UnsafeMutableRawPointer?
         var newRingBytes = 0
-        let newFD = sa_perf_stack_sampler_open(tid, periodNanos, UInt32(bytes), &newRing, &newRingBytes)
+        let newFD = sa_perf_stack_sampler_open(tid, periodNanos, UInt32(bytes), userOnly, &newRing, &newRingBytes)
         guard newFD >= 0 else { return }
         let wasEnabled = enabled
         setEnabled(false)
