@@ -339,8 +339,7 @@ public final class StallMonitor {
             // A capture whose frames lay outside every known module re-read the maps, and
             // so may have been the first to see an exec (a child caught between its fork and
             // its exec): the reports must take the new name now, not never.
-            if inspector.execCount != execCount { reconcileExec(at: now) }
-            if inspector.renameCount != renameCount { noteRename() }
+            actOnIdentityChanges(at: now)
         }
         if detector.isStalled { checkKillAfter(at: now) }
         if now >= nextModuleCheck {
@@ -355,7 +354,12 @@ public final class StallMonitor {
 
     /// Re-reads the maps and the name, and acts on an exec or a rename found.
     private func checkIdentity(at now: Double) {
-        let mapsChanged = (try? inspector.refreshModules()) == true
+        actOnIdentityChanges(at: now, mapsChanged: (try? inspector.refreshModules()) == true)
+    }
+
+    /// Acts on the execs and renames the inspector counted since the last look (new maps may
+    /// also be an exec it did not count: `reconcileExec` reads the executable again).
+    private func actOnIdentityChanges(at now: Double, mapsChanged: Bool = false) {
         if mapsChanged || inspector.execCount != execCount { reconcileExec(at: now) }
         if inspector.renameCount != renameCount { noteRename() }
     }
@@ -786,17 +790,10 @@ public final class StallMonitor {
                 // Names alone here too (the same names a full lookup gives): source lines and
                 // inlined frames are read for a report's frames when it is written (`resolve`).
                 // Read at every sample, libc's compressed DWARF was a third of the agent's CPU
-                // in a wrapped `make -j2`. Kept as sampled: JIT frames (a JIT reuses addresses)
-                // and Python frames (no table names them).
+                // in a wrapped `make -j2`.
                 let frames = inspector.symbolizer.symbolize(stack, sourceLines: false)
-                sampled.reserveCapacity(frames.count)
-                for frame in frames {
-                    if frame.isPython || (frame.module == nil && frame.function != nil) {
-                        if frameCache.count > 50_000 { frameCache.removeAll(keepingCapacity: true) }
-                        frameCache[frame.address] = frame
-                    }
-                    sampled.append(StallMonitor.sampledFrame(frame))
-                }
+                keepUnresolvable(frames)
+                sampled = frames.map(StallMonitor.sampledFrame)
             }
             lockHintSyscall = nil
             if activity == .blockedCall || activity == .lockWait, let info = snapshot.syscall, info.syscallNumber == 202,
@@ -845,13 +842,19 @@ public final class StallMonitor {
         // A test runner in Python: the test's own function is a Python frame.
         if let python = stack.python {
             frames = PythonStackSplicer.splice(frames, python)
-            // Their file and line come with them at no cost: keep them for the report.
-            for frame in frames where frame.isPython {
-                if frameCache.count > 50_000 { frameCache.removeAll(keepingCapacity: true) }
-                frameCache[frame.address] = frame
-            }
+            keepUnresolvable(frames)
         }
         return frames.map(StallMonitor.sampledFrame)
+    }
+
+    /// Keeps, for the report, the frames of a names-only sample that `resolve` could not name
+    /// again when it is written: Python frames (their file and line came with them, no table
+    /// names them) and JIT frames (the perf map may have reused the address by then).
+    private func keepUnresolvable(_ frames: [SymbolizedFrame]) {
+        for frame in frames where frame.isPython || (frame.module == nil && frame.function != nil) {
+            if frameCache.count > 50_000 { frameCache.removeAll(keepingCapacity: true) }
+            frameCache[frame.address] = frame
+        }
     }
 
     private func isBackInLoop(_ snapshot: ThreadSnapshot) -> Bool {

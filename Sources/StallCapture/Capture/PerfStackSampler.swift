@@ -42,7 +42,7 @@ public final class PerfStackSampler {
     static let minStackBytes = 4096
 
     /// Ticks that land in the kernel are dropped (the bench's A/B; the agent counts them).
-    private let userOnly: Int32
+    private let userOnly: Bool
 
     /// `stackBytes` is the most the copy may grow to (64 KiB at most, the kernel's limit).
     /// `userOnly`: count only the thread's user time, as the sampler did before a syscall-heavy
@@ -52,8 +52,8 @@ public final class PerfStackSampler {
         var ring: UnsafeMutableRawPointer?
         var ringBytes = 0
         periodNanos = UInt64(max(period, 0.001) * 1e9)
-        self.userOnly = userOnly ? 1 : 0
-        let fd = sa_perf_stack_sampler_open(tid, periodNanos, UInt32(bytes), self.userOnly, &ring, &ringBytes)
+        self.userOnly = userOnly
+        let fd = sa_perf_stack_sampler_open(tid, periodNanos, UInt32(bytes), userOnly ? 1 : 0, &ring, &ringBytes)
         if fd < 0 { throw StallAgentError.invalidArgument("perf_event_open: \(String(cString: strerror(errno)))") }
         self.tid = tid
         self.fd = fd
@@ -104,7 +104,7 @@ public final class PerfStackSampler {
     private func resize(_ bytes: Int) {
         var newRing: UnsafeMutableRawPointer?
         var newRingBytes = 0
-        let newFD = sa_perf_stack_sampler_open(tid, periodNanos, UInt32(bytes), userOnly, &newRing, &newRingBytes)
+        let newFD = sa_perf_stack_sampler_open(tid, periodNanos, UInt32(bytes), userOnly ? 1 : 0, &newRing, &newRingBytes)
         guard newFD >= 0 else { return }
         let wasEnabled = enabled
         setEnabled(false)

@@ -1,4 +1,5 @@
 import Foundation
+import Testing
 
 #if canImport(Glibc)
 import Glibc
@@ -72,6 +73,26 @@ final class BackgroundAgent {
             kill(process.processIdentifier, SIGKILL)
             process.waitUntilExit()
         }
+    }
+}
+
+/// Debian's python3 running `script` (`-c`); the test is cancelled where python3 is missing.
+/// `stop()` (deferred by the caller: ARC may end an object's life at its last use) kills it.
+final class PythonTarget {
+    let process = Process()
+    var pid: Int32 { process.processIdentifier }
+
+    init(_ script: String) throws {
+        let python = "/usr/bin/python3"
+        guard FileManager.default.isExecutableFile(atPath: python) else { try Test.cancel("\(python) is missing") }
+        process.executableURL = URL(fileURLWithPath: python)
+        process.arguments = ["-c", script]
+        try process.run()
+    }
+
+    func stop() {
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
     }
 }
 

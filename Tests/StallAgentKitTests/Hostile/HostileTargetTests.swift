@@ -555,22 +555,13 @@ import Glibc
     @Test func attack8_execReloadsTheProcessIdentity() throws {
         let scratch = try HostileScratch("exec")
         let other = try scratch.fixtureCopy(named: "otherprog")
-        let python = "/usr/bin/python3"
-        guard FileManager.default.isExecutableFile(atPath: python) else { try Test.cancel("\(python) is missing") }
-        let target = Process()
-        target.executableURL = URL(fileURLWithPath: python)
-        target.arguments = [
-            "-c", "import os, time; time.sleep(1.0); os.execv('\(other)', ['\(other)', 'loop', '--script', 'spin:1.2,spin:1.2', '--gap', '0.3'])",
-        ]
-        try target.run()
-        defer {
-            kill(target.processIdentifier, SIGKILL)
-            target.waitUntilExit()
-        }
+        let target = try PythonTarget(
+            "import os, time; time.sleep(1.0); os.execv('\(other)', ['\(other)', 'loop', '--script', 'spin:1.2,spin:1.2', '--gap', '0.3'])")
+        defer { target.stop() }
         let reports = scratch.path("reports")
         let result = try runCommand(
             agent,
-            ["--pid", "\(target.processIdentifier)", "--report-dir", reports, "--threshold", "0.4s", "--launch-threshold", "0.4s", "--duration", "4.5s"],
+            ["--pid", "\(target.pid)", "--report-dir", reports, "--threshold", "0.4s", "--launch-threshold", "0.4s", "--duration", "4.5s"],
             timeout: 30)
         #expect(result.status == 0, "\(result.stderr)")
         #expect(result.stderr.contains("exec'd \(other)"), "\(result.stderr)")
@@ -586,12 +577,7 @@ import Glibc
     /// the time, so a changed name beside changed maps was once taken for an exec.)
     @Test func attack8_renameMidStallKeepsTheStallAndTakesTheName() throws {
         let scratch = try HostileScratch("rename")
-        let python = "/usr/bin/python3"
-        guard FileManager.default.isExecutableFile(atPath: python) else { try Test.cancel("\(python) is missing") }
-        let target = Process()
-        target.executableURL = URL(fileURLWithPath: python)
-        target.arguments = [
-            "-c",
+        let target = try PythonTarget(
             """
             import ctypes, time
             libc = ctypes.CDLL(None)
@@ -605,24 +591,19 @@ import Glibc
             time.sleep(0.6)
             work()
             time.sleep(30)
-            """,
-        ]
-        try target.run()
-        defer {
-            kill(target.processIdentifier, SIGKILL)
-            target.waitUntilExit()
-        }
+            """)
+        defer { target.stop() }
         let reports = scratch.path("reports")
         let result = try runCommand(
             agent,
-            ["--pid", "\(target.processIdentifier)", "--report-dir", reports, "--threshold", "0.5s", "--launch-threshold", "0.5s", "--duration", "4.5s"],
+            ["--pid", "\(target.pid)", "--report-dir", reports, "--threshold", "0.5s", "--launch-threshold", "0.5s", "--duration", "4.5s"],
             timeout: 30)
         #expect(result.status == 0, "\(result.stderr)")
-        #expect(result.stderr.contains("[\(target.processIdentifier)] is now called renamed; reports now name it so"), "\(result.stderr)")
+        #expect(result.stderr.contains("[\(target.pid)] is now called renamed; reports now name it so"), "\(result.stderr)")
         #expect(!result.stderr.contains("exec'd"), "\(result.stderr)")
         let names = hostileJSONReports(in: reports).compactMap { ($0["process"] as? [String: Any])?["name"] as? String }
         #expect(names == ["renamed"], "\(result.stderr)")
-        #expect(result.stderr.contains("watched renamed [\(target.processIdentifier)]"), "\(result.stderr)")
+        #expect(result.stderr.contains("watched renamed [\(target.pid)]"), "\(result.stderr)")
     }
 }
 

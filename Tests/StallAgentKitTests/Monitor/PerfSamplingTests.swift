@@ -15,6 +15,19 @@ import Glibc
 @Suite(.serialized) struct PerfSamplingTests {
     static let available: Bool = (try? PerfStackSampler(tid: getpid(), period: 0.025, stackBytes: 16384)) != nil
 
+    /// Watches `fixture` until it exits (30 s at most), quietly, into a report directory
+    /// removed afterwards.
+    private func watch(_ fixture: FixtureProcess, perfSampling: Bool = true) throws -> (StallMonitor, MonitorSummary) {
+        var options = MonitorOptions()
+        options.reportDirectory = FileManager.default.temporaryDirectory.appendingPathComponent("perf-\(UUID().uuidString)").path
+        options.quiet = true
+        options.duration = 30
+        options.perfSampling = perfSampling
+        defer { try? FileManager.default.removeItem(atPath: options.reportDirectory) }
+        let monitor = try StallMonitor(pid: fixture.pid, options: options, log: { _ in })
+        return (monitor, monitor.run())
+    }
+
     @Test(.enabled(if: available)) func aHangIsSampledWithoutStoppingTheThread() throws {
         let fixture = try FixtureProcess(["loop", "--script", "spin:1.6", "--gap", "0.6", "--exit-when-done"])
         // Watch the target's state from outside as fast as the test can: a ptrace stop shows as 't'.
@@ -30,13 +43,7 @@ import Glibc
             }
         }
         watcher.start()
-        var options = MonitorOptions()
-        options.reportDirectory = FileManager.default.temporaryDirectory.appendingPathComponent("perf-\(UUID().uuidString)").path
-        options.quiet = true
-        options.duration = 30
-        defer { try? FileManager.default.removeItem(atPath: options.reportDirectory) }
-        let monitor = try StallMonitor(pid: fixture.pid, options: options, log: { _ in })
-        let summary = monitor.run()
+        let (monitor, summary) = try watch(fixture)
         let stall = try #require(summary.stalls.first, "no stall reported")
         #expect(summary.stallCount == 1)
         #expect(stall.reason == .hang)
@@ -54,13 +61,7 @@ import Glibc
     /// by ptrace instead (Redis under redis-benchmark: 14 of 63 samples).
     @Test(.enabled(if: available)) func aSyscallHeavyHangIsSampledWithoutStops() throws {
         let fixture = try FixtureProcess(["loop", "--script", "syscalls:1.6", "--gap", "0.6", "--exit-when-done"])
-        var options = MonitorOptions()
-        options.reportDirectory = FileManager.default.temporaryDirectory.appendingPathComponent("perf-\(UUID().uuidString)").path
-        options.quiet = true
-        options.duration = 30
-        defer { try? FileManager.default.removeItem(atPath: options.reportDirectory) }
-        let monitor = try StallMonitor(pid: fixture.pid, options: options, log: { _ in })
-        let summary = monitor.run()
+        let (monitor, summary) = try watch(fixture)
         let stall = try #require(summary.stalls.first, "no stall reported")
         #expect(summary.stallCount == 1)
         #expect(stall.heaviestFunctions.contains("syscall_heavy_compute"), "\(stall.heaviestFunctions)")
@@ -72,14 +73,7 @@ import Glibc
     /// The ptrace path stays the fallback: with perf sampling off, every running sample stops.
     @Test func withPerfSamplingOffRunningSamplesStop() throws {
         let fixture = try FixtureProcess(["loop", "--script", "spin:1.3", "--gap", "0.6", "--exit-when-done"])
-        var options = MonitorOptions()
-        options.reportDirectory = FileManager.default.temporaryDirectory.appendingPathComponent("perf-\(UUID().uuidString)").path
-        options.quiet = true
-        options.duration = 30
-        options.perfSampling = false
-        defer { try? FileManager.default.removeItem(atPath: options.reportDirectory) }
-        let monitor = try StallMonitor(pid: fixture.pid, options: options, log: { _ in })
-        let summary = monitor.run()
+        let (monitor, summary) = try watch(fixture, perfSampling: false)
         #expect(summary.stallCount == 1)
         #expect(summary.stalls.first?.heaviestFunctions.contains("busy_compute") == true)
         #expect(monitor.inspector.perfSamples == 0)
