@@ -37,7 +37,8 @@ public final class ThreadCapturer {
     public var options: Options
     /// Threads seized whose stop did not arrive before the deadline.
     private var pendingDetach: Set<Int32> = []
-    private var scratch: [UInt8]
+    /// This thread's copy buffer (see `StackScratch`).
+    private var scratch: StackScratch { StackScratch.forCurrentThread(minimum: options.maxStackBytes) }
     /// Where each thread's last stopped copy was (stack pointer, bytes), read again just
     /// before the next stop (`warmStackCopy`).
     private var lastCopy: [Int32: (sp: UInt64, bytes: Int)] = [:]
@@ -51,7 +52,7 @@ public final class ThreadCapturer {
         // first copy into it took a copy-on-write fault per page while the target was stopped
         // (a one-shot dump's pause went from ~0.2 ms to ~1.2 ms).
         _ = ThreadCapturer.stopGuard
-        scratch = [UInt8](repeating: 0, count: options.maxStackBytes)
+        _ = scratch
     }
 
     deinit {
@@ -198,7 +199,7 @@ public final class ThreadCapturer {
             lastCopy[tid] = (sp, copied)
         }
         // Copied out of the scratch buffer only now, with the thread running again.
-        let stack = copied > 0 ? Array(scratch[0..<copied]) : []
+        let stack = copied > 0 ? Array(scratch.bytes[0..<copied]) : []
         var snapshot = ThreadSnapshot(
             pid: pid, tid: tid, registers: RegisterFile(ptrace: regs), stackStart: sp, stack: stack,
             method: .ptraceStop, pauseNanos: end - start, syscall: nil, timeNanos: end)
@@ -217,7 +218,7 @@ public final class ThreadCapturer {
         let offset = Int(sp - range.start)
         let length = min(copied, range.count - offset)
         var changed: Set<Int> = []
-        scratch.withUnsafeBytes { after in
+        scratch.bytes.withUnsafeBytes { after in
             before.withUnsafeBytes { old in
                 var word = 0
                 while (word + 1) * 8 <= length {
@@ -318,16 +319,16 @@ public final class ThreadCapturer {
 
     private func copyStack(pid: Int32, sp: UInt64, stackEnd: (UInt64) -> UInt64?) -> [UInt8] {
         let n = copyStackToScratch(pid: pid, sp: sp, stackEnd: stackEnd)
-        return n > 0 ? Array(scratch[0..<n]) : []
+        return n > 0 ? Array(scratch.bytes[0..<n]) : []
     }
 
     private func copyStackToScratch(pid: Int32, sp: UInt64, stackEnd: (UInt64) -> UInt64?) -> Int {
         var length = options.maxStackBytes
         if let end = stackEnd(sp), end > sp { length = min(length, Int(end - sp)) }
-        if scratch.count < length { scratch = [UInt8](repeating: 0, count: length) }
+        let scratch = StackScratch.forCurrentThread(minimum: length)
         return max(
             0,
-            scratch.withUnsafeMutableBytes {
+            scratch.bytes.withUnsafeMutableBytes {
                 TargetMemory.read(pid: pid, address: sp, into: UnsafeMutableRawBufferPointer(rebasing: $0[0..<length]))
             })
     }
