@@ -8,6 +8,11 @@
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/signalfd.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <time.h>
 #include <unistd.h>
 
 static void epoll_add(int epfd, int fd)
@@ -146,4 +151,83 @@ int run_park(const struct fixture_args *args)
     (void)args;
     print_ready();
     return park_for_signals();
+}
+
+/* ---- spawner ------------------------------------------------------------------------- */
+
+/* spawner N [EVERY]: a supervisor with N idle workers (forked, not exec'd: each runs
+ * run_idle's loop), forking one more every EVERY seconds. Between forks it waits in
+ * sigtimedwait, a parking call, so it is asleep like the family it heads. Each fork is
+ * announced as `forked pid=P mono=SECONDS` (CLOCK_MONOTONIC, taken just before the fork):
+ * the bench times how soon the agent attaches to a new worker from it. SIGTERM or SIGINT
+ * ends the workers and then the spawner. */
+
+static pid_t spawner_children[4096];
+static int spawner_count;
+
+static FIXTURE_FRAME pid_t spawn_idle_worker(const struct fixture_args *args)
+{
+    double mono = (double)mono_ns() / 1e9;
+    pid_t child = fork();
+    if (child < 0)
+        fatal_errno("fork");
+    if (child == 0) {
+        /* A spawner killed outright (SIGKILL) takes its workers with it. */
+        prctl(PR_SET_PDEATHSIG, SIGTERM);
+        if (getppid() == 1)
+            _exit(0);
+        sigset_t none;
+        sigemptyset(&none);
+        sigprocmask(SIG_SETMASK, &none, NULL);
+        struct idle_loop loop;
+        idle_loop_open(&loop);
+        _exit(idle_wait_loop(&loop));
+    }
+    (void)args;
+    if (spawner_count < (int)(sizeof spawner_children / sizeof spawner_children[0]))
+        spawner_children[spawner_count++] = child;
+    printf("forked pid=%d mono=%.6f\n", (int)child, mono);
+    fflush(stdout);
+    return child;
+}
+
+FIXTURE_FRAME int run_spawner(const struct fixture_args *args)
+{
+    long count = strtol(args->pos[0], NULL, 10);
+    if (count < 0 || count > 4000)
+        usage_error("spawner: N must be 0..4000: %s", args->pos[0]);
+    double every = 0;
+    if (args->npos > 1 && (!parse_seconds(args->pos[1], &every) || every <= 0))
+        usage_error("spawner: not a number of seconds: %s", args->pos[1]);
+    static const int signals[] = { SIGTERM, SIGINT, SIGCHLD };
+    sigset_t set = block_signals(signals, sizeof signals / sizeof signals[0]);
+    for (long i = 0; i < count; i++)
+        spawn_idle_worker(args);
+    print_ready();
+    uint64_t next = mono_ns() + seconds_to_ns(every);
+    for (;;) {
+        struct timespec timeout = { 3600, 0 };
+        if (every > 0) {
+            uint64_t now = mono_ns();
+            uint64_t left = next > now ? next - now : 0;
+            timeout.tv_sec = (time_t)(left / 1000000000u);
+            timeout.tv_nsec = (long)(left % 1000000000u);
+        }
+        int sig = sigtimedwait(&set, NULL, &timeout);
+        if (sig == SIGTERM || sig == SIGINT)
+            break;
+        if (sig == SIGCHLD) {
+            while (waitpid(-1, NULL, WNOHANG) > 0) {}
+            continue;
+        }
+        if (every > 0 && mono_ns() >= next) {
+            spawn_idle_worker(args);
+            next += seconds_to_ns(every);
+        }
+    }
+    for (int i = 0; i < spawner_count; i++)
+        kill(spawner_children[i], SIGTERM);
+    while (waitpid(-1, NULL, 0) > 0) {}
+    KEEP_FRAME();
+    return 0;
 }

@@ -59,6 +59,8 @@ static const struct mode modes[] = {
       "spin SECONDS in slow_startup_init, then behave like `idle`; logs kind `launch`" },
     { "park", run_park, 0, 0, 0, "",
       "no event loop: sigsuspend until SIGTERM/SIGINT in park_for_signals (like nginx's master)" },
+    { "spawner", run_spawner, 1, 2, 0, "N [EVERY]",
+      "a supervisor: fork N idle workers, then one more every EVERY seconds, each announced as `forked pid=P mono=SECONDS`; waits in sigtimedwait; SIGTERM ends the workers, then itself" },
     { "probe-loop", run_probe_loop, 2, 2, 0, "PID SECONDS",
       "the bare floor of an idle watch: pread /proc/PID/task/PID/syscall every 10 ms for SECONDS, print cpu_seconds=" },
     { "batch", run_batch, 0, 0, 0, "",

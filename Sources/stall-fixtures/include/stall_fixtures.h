@@ -69,6 +69,7 @@ int run_zombie_parent(const struct fixture_args *args);
 int run_slow_start(const struct fixture_args *args);
 int run_loop(const struct fixture_args *args);
 int run_park(const struct fixture_args *args);
+int run_spawner(const struct fixture_args *args);
 int run_batch(const struct fixture_args *args);
 int run_probe_loop(const struct fixture_args *args);
 
