@@ -79,7 +79,11 @@ int sa_perf_waker_open(uint64_t config, pid_t tid, void **ring) {
 
 int sa_perf_waker_arm(int fd, void *ring) {
   struct perf_event_mmap_page *page = ring;
-  // Consume whatever an earlier wake left, so poll() waits for a new exit.
+  // Consume whatever an earlier wake left, so poll() waits for a new exit: the records, and
+  // the readiness the exits after the last poll raised while the event was still enabled
+  // (a poll takes it; left, the next sleep woke at once for nothing).
+  struct pollfd pending = {.fd = fd, .events = POLLIN};
+  (void)poll(&pending, 1, 0);
   page->data_tail = __atomic_load_n(&page->data_head, __ATOMIC_ACQUIRE);
   return ioctl(fd, PERF_EVENT_IOC_ENABLE, 0);
 }

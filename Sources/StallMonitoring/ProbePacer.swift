@@ -27,6 +27,15 @@ package struct ProbePacer {
         }
     }
 
+    /// Advances to the next round and returns when it is due, for a loop that waits on its
+    /// own (on wake-up descriptors as well as the clock); restarted from now if far behind.
+    package mutating func nextRoundDue() -> Double {
+        next += interval * Double.random(in: 0.8...1.2, using: &random)
+        let now = MonotonicTime.seconds()
+        if next < now - interval * 5 { next = now }
+        return next
+    }
+
     /// The loop waited on its own (for a watched thread to wake): the next round is due now.
     package mutating func restart() {
         next = MonotonicTime.seconds()

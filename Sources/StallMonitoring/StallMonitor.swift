@@ -286,6 +286,7 @@ public final class StallMonitor {
     public func step(at now: Double) -> Bool {
         guard !finished else { return false }
         stillInHomeWait = false
+        stillParked = nil
         var turned = false
         if let counter = turnCounter, let count = counter.read() {
             if let last = lastTurnCount, count != last {
@@ -526,6 +527,8 @@ public final class StallMonitor {
     // MARK: Probing
 
     private func observe(at now: Double, turned: Bool) -> ThreadObservation {
+        let previousParked = lastParked
+        lastParked = nil
         let syscall = probe.syscall()
         probedSyscallNumber = syscall?.syscallNumber
         let waitVerdict = syscall.flatMap { waitSiteVerdict($0, turned: turned) }
@@ -543,6 +546,12 @@ public final class StallMonitor {
         lastComm = stat.name
         let sched = probe.schedstat()
         var activity = classify(state: stat.state, syscall: syscall)
+        var parkedIn: ProcSyscallInfo?
+        defer {
+            // Parked in the very same call at two probes in a row: settled (see `armWakeUp`).
+            if let parkedIn, activity == .idle, parkedIn == previousParked { stillParked = parkedIn }
+            lastParked = activity == .idle ? parkedIn : nil
+        }
         if activity == .idle, waitVerdict == .nested {
             activity = lastWaitSite.map { lockWaitSites.contains($0) } == true ? .lockWait : .blockedCall
         } else if activity == .blockedCall, let number = syscall?.syscallNumber,
@@ -551,6 +560,7 @@ public final class StallMonitor {
             !homeWaits.knowsLoop
         {
             activity = .idle
+            parkedIn = syscall
         } else if activity == .running, ioHint {
             activity = .ioWait
         } else if activity == .blockedCall, let hint = lockHintSyscall, syscall == hint {
@@ -625,20 +635,34 @@ public final class StallMonitor {
     }
 
     private var lastHomeWait: (syscall: ProcSyscallInfo, site: HomeWaitTracker.Site)?
+    /// The call this step and the one before found the thread parked in (idle, though not in a
+    /// loop's wait): a supervisor's sigsuspend, a parent's wait4 in a watched family.
+    private var stillParked: ProcSyscallInfo?
+    private var lastParked: ProcSyscallInfo?
     /// This step found the thread in the same home wait as the last, with no turn between.
     private var stillInHomeWait = false
     private var waker: LoopWaker?
     private var wakerRefused = false
 
     /// Arms a wake-up for the moment the thread leaves its wait and returns the descriptor to
-    /// poll, when the last step found it settled there (same home wait twice, no turn counted,
-    /// no episode open) and the kernel offers the event; nil means keep probing. The thread may
-    /// have left between that step and the arming: the syscall file and the turn count are
-    /// read once more, armed, so a wait that ended in between is never slept through.
+    /// poll, when the last step found it settled there and the kernel offers the event; nil
+    /// means keep probing. Settled: in the same home wait twice with no turn counted and no
+    /// episode open, or parked (a supervisor in sigsuspend, a family's parent in wait4) in the
+    /// very same call twice. The thread may have left between that step and the arming: the
+    /// syscall file (and the turn count, when counted) is read once more, armed, so a wait
+    /// that ended in between is never slept through. Without a counter, a wait left and
+    /// re-entered identically between the two reads (microseconds apart) goes unseen: a turn
+    /// that short is no stall.
     public func armWakeUp() -> Int32? {
-        guard stillInHomeWait, !finished, let counter = turnCounter, let home = lastHomeWait,
-            !detector.isInEpisode, !wakerRefused
-        else { return nil }
+        guard !finished, !detector.isInEpisode, !wakerRefused else { return nil }
+        let expected: ProcSyscallInfo
+        if stillInHomeWait, let home = lastHomeWait {
+            expected = home.syscall
+        } else if let parked = stillParked {
+            expected = parked
+        } else {
+            return nil
+        }
         if waker == nil {
             do {
                 waker = try LoopWaker(tid: inspector.pid)
@@ -648,11 +672,20 @@ public final class StallMonitor {
             }
         }
         guard let waker, waker.arm() else { return nil }
-        guard probe.syscall() == home.syscall, let count = counter.read(), count == lastTurnCount else {
+        let countUnchanged = turnCounter.map { $0.read() == lastTurnCount } ?? true
+        guard probe.syscall() == expected, countUnchanged else {
             waker.disarm()
             return nil
         }
         return waker.fd
+    }
+
+    /// Time asleep in the wait counts as idle up to `now`, so metrics and the summary need no
+    /// probe of a thread the scheduler leaves asleep.
+    public func accountIdleTime(until now: Double) {
+        guard !finished, let last = lastObservation, last.activity == .idle, now > last.time else { return }
+        stateSeconds[.idle, default: 0] += now - last.time
+        lastObservation = (now, .idle)
     }
 
     /// Disarms what `armWakeUp` armed; the next step probes as usual.
@@ -1063,4 +1096,9 @@ public final class StallMonitor {
             kill?.killed = true
         }
     }
+}
+
+/// The engine's scheduler sleeps a monitor on its `LoopWaker`.
+extension StallMonitor: WakeableWatch {
+    public var wakeLabel: String { "\(inspector.name)[\(inspector.pid)]" }
 }

@@ -35,6 +35,10 @@ public final class HostAgent {
         var loggedRefusals: Set<String> = []
         var saidMainOnly = false
         let family = ProcessFamily()
+        /// Watched processes awake at some round since the last wide scan, and when the wide
+        /// scan next covers the sleeping ones too (see `watchFamily`).
+        var awakeSinceWideScan: Set<Int32> = []
+        var nextSleeperScan = 0.0
 
         init(spec: TargetSpec, options: MonitorOptions, book: StallFingerprintBook) {
             self.spec = spec
@@ -52,6 +56,8 @@ public final class HostAgent {
     public let metrics: AgentMetrics?
     private let listener: MetricsListener?
     private let environment: [String: String]
+    /// Which watched threads are awake (probed each round) and which sleep until they wake.
+    private let scheduler = WatchScheduler<StallMonitor>()
     /// An error that ends the run (a unit that lacks a capability): restarting cannot fix it.
     private var fatal: StallAgentError?
     private var nextMetricsWrite = 0.0
@@ -74,6 +80,7 @@ public final class HostAgent {
             _ = try ReportWriter(directory: state + "/fingerprints")
         }
         resolver = TargetResolver(environment: environment)
+        OpenFileLimit.raiseToHardLimit()
         notifier = ServiceNotifier(environment: environment)
         var journal: JournalWriter?
         if JournalWriter.stderrIsJournal(environment: environment) {
@@ -153,6 +160,7 @@ public final class HostAgent {
         var pacer = ProbePacer(
             interval: slots.map(\.options.probeInterval).min() ?? 0.01, start: start, seed: UInt64(getpid()))
         var stoppedBy: Int32?
+        var probing = true
         while true {
             let now = MonotonicTime.seconds()
             if StopRequest.isRequested {
@@ -161,12 +169,20 @@ public final class HostAgent {
             }
             if let duration, now - start >= duration { break }
             for slot in slots {
-                for monitor in slot.monitors {
-                    if !monitor.step(at: now) { detach(slot, monitor, at: now) }
+                // Only the awake: a thread asleep in its wait is left alone until it wakes.
+                var stepped: [StallMonitor] = []
+                for monitor in slot.monitors where scheduler.isAwake(monitor) {
+                    if monitor.step(at: now) {
+                        stepped.append(monitor)
+                    } else {
+                        detach(slot, monitor, at: now)
+                    }
                 }
+                // Armed before the family is searched: a fork after the arming wakes the parent.
+                for monitor in stepped { scheduler.trySleep(monitor) }
                 if slot.done || fatal != nil { continue }
                 if slot.spec.watchesAllProcesses {
-                    watchFamily(slot, at: now)
+                    watchFamily(slot, stepped: stepped, at: now)
                 } else if slot.monitors.isEmpty, now >= slot.nextAttempt {
                     tryAttach(slot, at: now)
                 }
@@ -175,17 +191,26 @@ public final class HostAgent {
             housekeeping(at: now)
             // The loop got round every target: that is the progress the watchdog vouches for.
             notifier.progress(at: now)
-            if sleepUntilAWatchedThreadWakes(start: start, duration: duration, now: now) {
-                pacer.restart()
-                continue
+            // Awake threads are probed on the round's pace; with every thread asleep, the agent
+            // sleeps until one wakes or the next housekeeping second.
+            let deadline: Double
+            if scheduler.awakeCount > 0 {
+                if !probing { pacer.restart() }
+                deadline = pacer.nextRoundDue()
+                probing = true
+            } else {
+                deadline = idleDeadline(start: start, duration: duration, now: now)
+                probing = false
             }
-            pacer.waitForNextRound()
+            scheduler.wait(until: deadline, extra: SignalInbox.descriptor.map { [$0] } ?? [])
         }
         if let fatal { notifier.status("failed: \(fatal)") }
         notifier.stopping()
         let now = MonotonicTime.seconds()
         for slot in slots {
             for monitor in slot.monitors {
+                scheduler.remove(monitor)
+                monitor.accountIdleTime(until: now)
                 monitor.stop(at: now)
                 detach(slot, monitor, at: now, stoppedBy: stoppedBy)
             }
@@ -196,29 +221,14 @@ public final class HostAgent {
         return slots.flatMap(\.summaries)
     }
 
-    /// While every watched thread sleeps in its loop's wait, the agent sleeps too, until one of
-    /// them leaves it (or a second passes, for housekeeping and the watchdog ping): an idle
-    /// watch then costs no periodic wake-ups. Only when every monitor could arm its wake-up,
-    /// and never for a unit or a process family, whose new members are found by probing.
-    private func sleepUntilAWatchedThreadWakes(start: Double, duration: Double?, now: Double) -> Bool {
-        guard slots.allSatisfy({ !$0.spec.watchesAllProcesses && !$0.monitors.isEmpty && !$0.done }) else { return false }
-        let monitors = slots.flatMap(\.monitors)
-        var armed: [StallMonitor] = []
-        var fds: [pollfd] = []
-        defer { armed.forEach { $0.disarmWakeUp() } }
-        for monitor in monitors {
-            guard let fd = monitor.armWakeUp() else { return false }
-            armed.append(monitor)
-            fds.append(pollfd(fd: fd, events: Int16(POLLIN), revents: 0))
-        }
-        // A stop signal ends the sleep at once, not at the next housekeeping second.
-        if let inbox = SignalInbox.descriptor { fds.append(pollfd(fd: inbox, events: Int16(POLLIN), revents: 0)) }
-        var timeout = 1.0
-        if let duration { timeout = min(timeout, start + duration - now) }
-        if let due = notifier.nextPingDue { timeout = min(timeout, due - now) }
-        timeout = max(0, timeout)
-        _ = poll(&fds, nfds_t(fds.count), Int32(timeout * 1000))
-        return true
+    /// With every watched thread asleep: the next thing due on the clock — housekeeping and the
+    /// wider family scans (each second), a target to attach to, the watchdog ping, the end.
+    private func idleDeadline(start: Double, duration: Double?, now: Double) -> Double {
+        var deadline = now + 1
+        if let duration { deadline = min(deadline, start + duration) }
+        if let due = notifier.nextPingDue { deadline = min(deadline, due) }
+        for slot in slots where !slot.done && slot.monitors.isEmpty { deadline = min(deadline, max(now, slot.nextAttempt)) }
+        return deadline
     }
 
     // MARK: Targets
@@ -240,11 +250,19 @@ public final class HostAgent {
         }
     }
 
-    /// A target watched as a whole: every probe round, looks for processes not yet watched —
-    /// in the unit's cgroup, or among the children of the processes watched — and attaches to
-    /// them. Exited ones are let go by `detach` as their monitors see them gone.
-    private func watchFamily(_ slot: Slot, at now: Double) {
+    /// A target watched as a whole: looks for processes not yet watched — in the unit's cgroup,
+    /// or among the children of the processes watched — and attaches to them. Exited ones are
+    /// let go by `detach` as their monitors see them gone.
+    ///
+    /// A new process is forked by one already watched, and a thread that forks has left its
+    /// wait: so each round looks only where a watched thread was awake (`stepped`: its main
+    /// thread's children, or the unit's `cgroup.procs`), never at a family that sleeps. The
+    /// wider scans — sub-cgroups, and children forked by other threads — run once a second
+    /// for the processes awake since the last one, and every `ProcessFamily.sleeperScanInterval`
+    /// for all of them (a thread other than the main one forking while the main one sleeps).
+    private func watchFamily(_ slot: Slot, stepped: [StallMonitor], at now: Double) {
         if slot.monitors.isEmpty, now < slot.nextAttempt { return }
+        for monitor in stepped { slot.awakeSinceWideScan.insert(monitor.inspector.pid) }
         let wide = now >= slot.nextFullScan || slot.monitors.isEmpty
         if wide {
             slot.nextFullScan = now + ProcessFamily.fullScanInterval
@@ -253,6 +271,7 @@ public final class HostAgent {
         var candidates: [Int32] = []
         switch slot.spec.selector {
         case .unit(let unit):
+            guard wide || !stepped.isEmpty || slot.cgroup == nil else { return }
             if slot.cgroup == nil {
                 // Searching the cgroup tree is the costly part: once a second at most.
                 guard wide else { return }
@@ -282,9 +301,19 @@ public final class HostAgent {
             if slot.monitors.isEmpty, let main = UnitCgroups.mainProcess(of: UnitCgroups.members(of: cgroup)) {
                 candidates.insert(main, at: 0)
             }
+            if wide { slot.awakeSinceWideScan = [] }
         case .pid, .pidfile:
-            for monitor in slot.monitors {
-                candidates += slot.family.children(of: monitor.inspector.pid, allThreads: wide)
+            if wide {
+                let everyone = now >= slot.nextSleeperScan
+                if everyone { slot.nextSleeperScan = now + ProcessFamily.sleeperScanInterval }
+                for monitor in slot.monitors where everyone || slot.awakeSinceWideScan.contains(monitor.inspector.pid) {
+                    candidates += slot.family.children(of: monitor.inspector.pid, allThreads: true)
+                }
+                slot.awakeSinceWideScan = []
+            } else {
+                for monitor in stepped {
+                    candidates += slot.family.children(of: monitor.inspector.pid, allThreads: false)
+                }
             }
         }
         var watched = Set(slot.monitors.map { $0.inspector.pid })
@@ -341,6 +370,7 @@ public final class HostAgent {
         }
         monitor.begin(at: now)
         slot.monitors.append(monitor)
+        scheduler.add(monitor)
         slot.lastWaitMessage = nil
         let origin: String
         switch slot.spec.selector {
@@ -355,6 +385,7 @@ public final class HostAgent {
     }
 
     private func detach(_ slot: Slot, _ monitor: StallMonitor, at now: Double, stoppedBy: Int32? = nil) {
+        scheduler.remove(monitor)
         var summary = monitor.end()
         summary.stoppedBySignal = stoppedBy
         slot.summaries.append(summary)
@@ -460,11 +491,13 @@ public final class HostAgent {
     }
 
     private func updateMetrics(_ slot: Slot, _ monitor: StallMonitor) {
-        metrics?.update(
+        guard let metrics else { return }
+        monitor.accountIdleTime(until: MonotonicTime.seconds())
+        metrics.update(
             target: slot.spec.label, monitorKey: String(monitor.inspector.pid), stateSeconds: monitor.stateSeconds,
             pauseSeconds: monitor.pauseSecondsTotal, capturesWithStop: monitor.summary.capturesWithStop,
             capturesWithoutStop: monitor.capturesWithoutStop)
-        metrics?.updateLoop(
+        metrics.updateLoop(
             target: slot.spec.label, monitorKey: String(monitor.inspector.pid), turns: monitor.loopTurnCount,
             evidence: monitor.loopTurnEvidence, turnLengths: monitor.drainTurnLengths())
     }

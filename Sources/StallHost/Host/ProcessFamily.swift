@@ -6,8 +6,8 @@ import Glibc
 #endif
 
 /// Where the processes of a target watched as a whole come from: a unit's cgroup, or the
-/// children of the processes already watched (`--follow-children`). The host agent asks every
-/// probe round, so the per-round questions read one small file per cgroup or per process
+/// children of the processes already watched (`--follow-children`). The host agent asks in
+/// every round where a watched thread was awake, so the per-round questions read one small file per cgroup or per process
 /// through a descriptor kept open (`pread` at offset 0 gives the current list: measured on
 /// `cgroup.procs` of the v1 `name=systemd` hierarchy and on `/proc/PID/task/TID/children`);
 /// the wider scans (sub-cgroups, children forked by threads other than the main one) open
@@ -15,6 +15,8 @@ import Glibc
 final class ProcessFamily {
     /// How often the wider scans run.
     static let fullScanInterval = 1.0
+    /// How often the wider scan also looks at processes whose main thread slept throughout.
+    static let sleeperScanInterval = 10.0
 
     private var files: [String: Int32] = [:]
     private var buffer = [UInt8](repeating: 0, count: 4096)

@@ -26,6 +26,65 @@ extension HostAgentIntegrationTests {
         ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []).filter { $0.hasSuffix(".json") }
     }
 
+    /// The engine (docs/architecture.md): a family asleep in its waits is left alone — each
+    /// idle worker is put to sleep once and never woken while it does not move — and only what
+    /// moves is probed: a worker sent a signal wakes, alone, and sleeps again; a worker forked
+    /// by the sleeping supervisor is attached. Read from the engine's trace.
+    @Test func anIdleFamilySleepsAndOnlyWhatMovesWakes() throws {
+        let dir = try temporaryDirectory("engine")
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let spawner = try FixtureProcess(["spawner", "12", "0.7"])
+        defer {
+            // SIGTERM: the spawner ends its workers, then itself.
+            spawner.signal(SIGTERM)
+            _ = spawner.waitForExit(timeout: 10)
+            spawner.stop()
+        }
+        let (agent, stderrPath) = try startAgent(
+            ["--pid", "\(spawner.pid)", "--follow-children", "--report-dir", dir, "--duration", "60s"],
+            environment: ["STALLAGENT_TRACE_ENGINE": "1"])
+        defer { if agent.isRunning { kill(agent.processIdentifier, SIGKILL) } }
+        func forked() -> [Int32] {
+            spawner.output.split(separator: "\n").compactMap { line in
+                line.hasPrefix("forked pid=") ? Int32(line.dropFirst("forked pid=".count).prefix { $0 != " " }) : nil
+            }
+        }
+        let workers = Array(forked().prefix(12))
+        #expect(workers.count == 12)
+        for worker in workers {
+            #expect(waitForText(stderrPath, "[\(worker)]'s main thread"), "worker \(worker) not watched")
+            #expect(waitForText(stderrPath, "sleep stall-fixtures[\(worker)]"), "worker \(worker) never put to sleep")
+        }
+        // One forked while the agent watches, by a supervisor asleep in sigtimedwait.
+        let deadline = Date().addingTimeInterval(20)
+        var late: Int32?
+        while Date() < deadline, late == nil {
+            late = forked().first { !workers.contains($0) }
+            usleep(20_000)
+        }
+        let newcomer = try #require(late)
+        #expect(waitForText(stderrPath, "[\(newcomer)]'s main thread"))
+        let moved = workers[1]
+        kill(moved, SIGUSR1)
+        #expect(waitForText(stderrPath, "wake stall-fixtures[\(moved)]"))
+        let settled = Date().addingTimeInterval(20)
+        while Date() < settled,
+            occurrences("sleep stall-fixtures[\(moved)]", in: (try? String(contentsOfFile: stderrPath, encoding: .utf8)) ?? "") < 2
+        {
+            usleep(20_000)
+        }
+        kill(agent.processIdentifier, SIGTERM)
+        #expect(finish(agent) == 0)
+        let stderr = try String(contentsOfFile: stderrPath, encoding: .utf8)
+        #expect(occurrences("wake stall-fixtures[\(moved)]\n", in: stderr) == 1, "\(stderr)")
+        #expect(occurrences("sleep stall-fixtures[\(moved)]\n", in: stderr) == 2, "\(stderr)")
+        for worker in workers where worker != moved {
+            #expect(occurrences("wake stall-fixtures[\(worker)]\n", in: stderr) == 0, "worker \(worker) woke: \(stderr)")
+            #expect(occurrences("sleep stall-fixtures[\(worker)]\n", in: stderr) == 1, "\(stderr)")
+        }
+        #expect(!stderr.contains(" detected: "), "\(stderr)")
+    }
+
     /// A supervisor (a shell) with two workers, the second forked after the agent attached:
     /// each worker's stall is reported under its own pid, the shell waiting for its children
     /// gives nothing, and the agent ends when the whole family has exited.

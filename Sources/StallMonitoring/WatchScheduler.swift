@@ -1,0 +1,116 @@
+import StallProc
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A watched thread as the scheduler sees it: something that can be put to sleep on a
+/// descriptor the kernel makes readable when the thread leaves its wait (or exits).
+public protocol WakeableWatch: AnyObject {
+    /// Arms the wake-up and returns the descriptor to poll, or nil to keep probing.
+    func armWakeUp() -> Int32?
+    /// Disarms what `armWakeUp` armed.
+    func disarmWakeUp()
+    /// How the engine's trace names it (`STALLAGENT_TRACE_ENGINE`).
+    var wakeLabel: String { get }
+}
+
+/// Which watched threads the probe loop steps this round (docs/architecture.md, "The engine").
+///
+/// A thread asleep in its loop's wait costs nothing: its wake-up is armed once and it is left
+/// out of every round until the kernel says it left the wait, however many rounds and
+/// housekeeping ticks pass. Only the awake ones are probed on the round's pace. The cost of
+/// an idle family is then one `poll` set, not one probe per process per round: watching 200
+/// idle processes costs what watching one does, plus the descriptors.
+public final class WatchScheduler<Watch: WakeableWatch> {
+    private var awake: [ObjectIdentifier: Watch] = [:]
+    /// Asleep, by the descriptor that wakes them.
+    private var asleep: [Int32: Watch] = [:]
+    private var sleepingFD: [ObjectIdentifier: Int32] = [:]
+    /// How many times a watch was put to sleep and woken (for the summary and the bench).
+    public private(set) var sleeps = 0
+    public private(set) var wakes = 0
+
+    /// STALLAGENT_TRACE_ENGINE set: one stderr line per sleep and wake (`engine TIME: sleep
+    /// NAME[PID]`), for diagnosing the engine; the tests read it.
+    private let trace = getenv("STALLAGENT_TRACE_ENGINE") != nil
+
+    public init() {}
+
+    private func say(_ what: String) {
+        let line = Array("engine \(MonotonicTime.seconds()): \(what)\n".utf8)
+        _ = line.withUnsafeBytes { Glibc.write(2, $0.baseAddress, $0.count) }
+    }
+
+    /// A new watch starts awake: it is probed until it is seen settled in its wait.
+    public func add(_ watch: Watch) {
+        awake[ObjectIdentifier(watch)] = watch
+    }
+
+    /// Forgets a watch, disarming its wake-up if it was asleep.
+    public func remove(_ watch: Watch) {
+        let id = ObjectIdentifier(watch)
+        awake[id] = nil
+        if let fd = sleepingFD.removeValue(forKey: id) {
+            asleep[fd] = nil
+            watch.disarmWakeUp()
+        }
+    }
+
+    public func isAwake(_ watch: Watch) -> Bool { awake[ObjectIdentifier(watch)] != nil }
+
+    public var awakeCount: Int { awake.count }
+    public var asleepCount: Int { asleep.count }
+
+    /// After a step: a watch found settled in its wait goes to sleep on its wake-up.
+    /// Arm first, then let the caller look for children: a fork after the arming wakes it.
+    @discardableResult
+    public func trySleep(_ watch: Watch) -> Bool {
+        let id = ObjectIdentifier(watch)
+        guard awake[id] != nil, let fd = watch.armWakeUp() else { return false }
+        awake[id] = nil
+        asleep[fd] = watch
+        sleepingFD[id] = fd
+        sleeps += 1
+        if trace { say("sleep \(watch.wakeLabel)") }
+        return true
+    }
+
+    /// Wakes a sleeping watch by hand (a signal for the whole loop, a stop): it is probed next round.
+    public func wake(_ watch: Watch) {
+        let id = ObjectIdentifier(watch)
+        guard let fd = sleepingFD.removeValue(forKey: id) else { return }
+        asleep[fd] = nil
+        watch.disarmWakeUp()
+        awake[id] = watch
+        wakes += 1
+        if trace { say("wake \(watch.wakeLabel)") }
+    }
+
+    /// Sleeps until `deadline` (monotonic seconds), a sleeping watch's descriptor is readable
+    /// (it left its wait, or exited: POLLIN or POLLHUP), or one of `extra` is readable (a
+    /// signal inbox, a listener). Woken watches are awake when it returns; it returns the
+    /// `extra` descriptors that were readable. EINTR ends the wait early, as a signal should.
+    @discardableResult
+    public func wait(until deadline: Double, extra: [Int32] = []) -> Set<Int32> {
+        var fds = [pollfd]()
+        fds.reserveCapacity(asleep.count + extra.count)
+        for fd in asleep.keys { fds.append(pollfd(fd: fd, events: Int16(POLLIN), revents: 0)) }
+        let sleepers = fds.count
+        for fd in extra { fds.append(pollfd(fd: fd, events: Int16(POLLIN), revents: 0)) }
+        let remaining = deadline - MonotonicTime.seconds()
+        // Milliseconds, rounded up: a 0.4 ms wait must not become a busy loop of zero timeouts.
+        let timeout = remaining <= 0 ? 0 : Int32(min((remaining * 1000).rounded(.up), 3_600_000))
+        let ready = poll(&fds, nfds_t(fds.count), timeout)
+        guard ready > 0 else { return [] }
+        var readyExtra = Set<Int32>()
+        for (index, entry) in fds.enumerated() where entry.revents != 0 {
+            if index < sleepers {
+                if let watch = asleep[entry.fd] { wake(watch) }
+            } else {
+                readyExtra.insert(entry.fd)
+            }
+        }
+        return readyExtra
+    }
+}
