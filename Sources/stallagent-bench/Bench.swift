@@ -32,6 +32,9 @@ struct Bench: ParsableCommand {
     @Flag(help: "Only the wrapper figures (issue 13: `stallagent -- COMMAND` against COMMAND alone).")
     var wrapperOnly = false
 
+    @Flag(help: "Only the scale figures (issue 23: a family of 1-200 idle processes, PostgreSQL with 150 connections, attach latency).")
+    var scaleOnly = false
+
     @Flag(help: "Only the dump-vs-eu-stack and watch-RSS figures against Debian's Python, Redis, PostgreSQL, Node.js.")
     var dumpOnly = false
 
@@ -63,6 +66,10 @@ struct Bench: ParsableCommand {
                 try WrapperBenchmark(agentBinary: agentBinary).run(quick: quick)
                 return
             }
+            if scaleOnly {
+                try ScaleBenchmark(fixtures: fixturesURL, agentBinary: agentBinary).run(quick: quick)
+                return
+            }
             if dumpOnly {
                 try DumpBenchmark(agentBinary: agentBinary).run(quick: quick)
                 return
@@ -84,6 +91,8 @@ struct Bench: ParsableCommand {
                 try WrapperBenchmark(agentBinary: agentBinary).run(quick: quick)
                 print("")
                 try DumpBenchmark(agentBinary: agentBinary).run(quick: quick)
+                print("")
+                try ScaleBenchmark(fixtures: fixturesURL, agentBinary: agentBinary).run(quick: quick)
             }
         }
     }

@@ -144,7 +144,7 @@ struct DumpBenchmark {
 
     /// A private cluster (initdb in a temporary directory, run as the postgres user when root):
     /// the postmaster, idle in its wait.
-    static func postgresTarget(_ postgres: String) throws -> Target? {
+    static func postgresTarget(_ postgres: String, settings: [String] = []) throws -> Target? {
         let bin = (postgres as NSString).deletingLastPathComponent
         let data = FileManager.default.temporaryDirectory.appendingPathComponent("dbench-pg-\(getpid())").path
         try? FileManager.default.removeItem(atPath: data)
@@ -162,9 +162,14 @@ struct DumpBenchmark {
             cleanup()
             return nil
         }
-        let arguments = ["-D", data, "-p", "16432", "-k", data, "-c", "listen_addresses="]
+        let arguments = ["-D", data, "-p", "16432", "-k", data, "-c", "listen_addresses="] + settings.flatMap { ["-c", $0] }
         if prefix.isEmpty { return try launch("PostgreSQL (postmaster)", postgres, arguments, cleanup: cleanup) }
         return try launch("PostgreSQL (postmaster)", prefix[0], Array(prefix.dropFirst()) + [postgres] + arguments, cleanup: cleanup)
+    }
+
+    /// The socket directory of the cluster `postgresTarget` started (its data directory).
+    static var postgresSocketDirectory: String {
+        FileManager.default.temporaryDirectory.appendingPathComponent("dbench-pg-\(getpid())").path
     }
 
     func run(quick: Bool) throws {
