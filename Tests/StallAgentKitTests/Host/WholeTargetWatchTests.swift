@@ -85,6 +85,43 @@ extension HostAgentIntegrationTests {
         #expect(!stderr.contains(" detected: "), "\(stderr)")
     }
 
+    /// The hard limit on open files, which the agent raises its soft limit to.
+    static var hardOpenFileLimit: UInt64 {
+        var limit = rlimit()
+        getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+        return UInt64(limit.rlim_max)
+    }
+
+    /// A family of 600 processes, started under the soft limit of 1024 open files that systemd
+    /// and most shells give (each watched process holds about seven descriptors): every one is
+    /// watched, none refused for want of descriptors.
+    @Test(.enabled(if: hardOpenFileLimit >= 8192, "needs a hard open-file limit of 8192 or more"))
+    func aFamilyOf600IsWatchedWholeUnderASoftLimitOf1024() throws {
+        let dir = try temporaryDirectory("six-hundred")
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let spawner = try FixtureProcess(["spawner", "600"], timeout: 60)
+        defer {
+            spawner.signal(SIGTERM)
+            _ = spawner.waitForExit(timeout: 30)
+            spawner.stop()
+        }
+        let command = "ulimit -Sn 1024 && exec '\(agent.path)' --pid \(spawner.pid) --follow-children --report-dir '\(dir)' --duration 300s"
+        let (process, stderrPath) = try startAgent(["-c", command], executable: URL(fileURLWithPath: "/bin/sh"))
+        defer { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
+        let deadline = Date().addingTimeInterval(180)
+        var watching = 0
+        while Date() < deadline, watching < 601, process.isRunning {
+            watching = occurrences("'s main thread; reports", in: (try? String(contentsOfFile: stderrPath, encoding: .utf8)) ?? "")
+            usleep(100_000)
+        }
+        kill(process.processIdentifier, SIGTERM)
+        #expect(finish(process, timeout: 60) == 0)
+        let stderr = try String(contentsOfFile: stderrPath, encoding: .utf8)
+        #expect(watching == 601, "\(stderr.suffix(2000))")
+        #expect(!stderr.contains("cannot watch"), "\(stderr.suffix(2000))")
+        #expect(!stderr.contains("Too many open files"), "\(stderr.suffix(2000))")
+    }
+
     /// A supervisor (a shell) with two workers, the second forked after the agent attached:
     /// each worker's stall is reported under its own pid, the shell waiting for its children
     /// gives nothing, and the agent ends when the whole family has exited.
