@@ -37,6 +37,9 @@ public struct MonitorSummary: Sendable {
     public var samples = 0
     public var capturesWithStop = 0
     public var agentCPUSeconds = 0.0
+    /// The agent's own age when the summary was made: its CPU share is of that, not of this
+    /// process's watch (in a family, a worker watched 0.05 s read "634 % of a core").
+    public var agentElapsedSeconds = 0.0
     public var peakResidentBytes = 0
     /// Loop health, the counterpart of a UI's frame rate: turns of the event loop (exact with
     /// the kernel counter or loop probe, a lower bound with the stack rule) and time busy.
@@ -95,11 +98,12 @@ public struct MonitorSummary: Sendable {
                     longestTurn, evidence.rawValue))
         }
         lines.append("  reports: \(reportDirectory)")
+        let agentShareBase = max(agentElapsedSeconds, watchedSeconds)
         lines.append(
             String(
                 format: "  agent: %d samples, %d with a ptrace stop, CPU %.2f s (%.2f %% of a core), peak RSS %.1f MB",
                 samples, capturesWithStop, agentCPUSeconds,
-                watchedSeconds > 0 ? 100 * agentCPUSeconds / watchedSeconds : 0, Double(peakResidentBytes) / 1_048_576))
+                agentShareBase > 0 ? 100 * agentCPUSeconds / agentShareBase : 0, Double(peakResidentBytes) / 1_048_576))
         return lines.joined(separator: "\n")
     }
 }

@@ -492,6 +492,7 @@ public final class StallMonitor {
         summary.longestTurn = turnLengths.longest
         summary.busySeconds = stateSeconds.filter { $0.key.isBusy }.values.reduce(0, +)
         (summary.agentCPUSeconds, summary.peakResidentBytes) = AgentResourceUsage.cpuAndPeak()
+        summary.agentElapsedSeconds = StallMonitor.processAge(pid: getpid()) ?? summary.watchedSeconds
         return summary
     }
 
