@@ -61,8 +61,10 @@ public final class MonitorBenchmark {
 
     /// The idle watch against its floor (issue 14): the agent, with its defaults, and a bare C
     /// loop that only preads the syscall file every 10 ms, watching the same idle target for
-    /// the same time, one after the other; then the agent again with the probe every 10 ms
-    /// forced (no kernel events: `--loop-turns stack-rule`).
+    /// the same time, one after the other; then the agent again with `--loop-turns stack-rule`
+    /// (no loop-turn counters; the idle thread still sleeps on its wake-up event, so this is
+    /// no longer the every-10-ms probe it was before the engine: that runs only where perf
+    /// events are refused altogether).
     func idleTarget(seconds: Double) throws {
         let fixture = try BenchmarkFixture(fixtures, ["idle"])
         defer { _ = try? fixture.finish() }
@@ -84,12 +86,12 @@ public final class MonitorBenchmark {
         let eintr = fixture.waitForLine(prefix: "eintr=", timeout: 2) ?? "?"
         log("\nhealthy idle target (epoll_wait), watched \(Int(seconds)) s by `stallagent --pid` (release)")
         log("  default (sleeps until the thread wakes, where perf events are allowed): \(agentLine(summary))")
-        log("  probing every 10 ms (--loop-turns stack-rule): \(agentLine(probing))")
+        log("  --loop-turns stack-rule (no turn counters; still sleeps on the wake-up): \(agentLine(probing))")
         if let bareCPU, bareCPU > 0 {
             log(
                 String(
                     format:
-                        "  CPU over the %d s: agent %.3f s (default), %.3f s (probing); bare C probe loop (stall-fixtures probe-loop) %.3f s → agent/bare %.2fx (default), %.2fx (probing)   goal: ≤ 1.1x",
+                        "  CPU over the %d s: agent %.3f s (default), %.3f s (stack rule); bare C probe loop (stall-fixtures probe-loop) %.3f s → agent/bare %.2fx (default), %.2fx (stack rule)   goal: ≤ 1.1x",
                     Int(seconds), agent, probe, bareCPU, agent / bareCPU, probe / bareCPU))
         }
         log("  target reports: \(eintr)        goal: 0 stops, 0 EINTR, RSS < 50 MB")
