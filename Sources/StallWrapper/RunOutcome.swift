@@ -27,3 +27,19 @@ public struct RunOutcome: Sendable {
     /// A timed-out or killed run fails in every output, whatever the command's status.
     public var isFailure: Bool { expiredTimeout != nil || terminatedStalls > 0 }
 }
+
+extension RunOutcome {
+    /// The line every wrapped run ends with (unless `--quiet`): what was watched, for how long,
+    /// what it cost — so a clean run says the agent ran and saw nothing, instead of nothing.
+    /// `stallagent: 0 stalls over 41.2 s of python3 and 3 children; agent 1.2 % CPU`
+    public func summaryLine(command: String, wallSeconds: Double, agentCPUSeconds: Double) -> String {
+        let name = command.split(separator: "/").last.map(String.init) ?? command
+        let others = max(0, summaries.count - 1)
+        let count = stalls.count
+        var line = "stallagent: \(count) stall\(count == 1 ? "" : "s") over \(String(format: "%.1f", wallSeconds)) s of \(name.terminalSafe)"
+        if others > 0 { line += " and \(others) \(others == 1 ? "child" : "children")" }
+        let share = wallSeconds > 0 ? 100 * agentCPUSeconds / wallSeconds : 0
+        line += String(format: "; agent %.1f %% CPU", share)
+        return line
+    }
+}

@@ -123,6 +123,12 @@ struct Run: ParsableCommand {
         if !outcome.stalls.isEmpty || outcome.expiredTimeout != nil {
             FileHandleOutput.standardError(RunSummaryTable.render(outcome: outcome, reportDirectory: options.monitor.reportDirectory) + "\n")
         }
+        if !options.monitor.quiet {
+            let line = outcome.summaryLine(
+                command: command[0], wallSeconds: Date().timeIntervalSince(started),
+                agentCPUSeconds: AgentResourceUsage.cpuAndPeak().cpuSeconds)
+            FileHandleOutput.standardError(line + "\n")
+        }
         throw WrappedCommandExit(status: outcome.status, dieOfSignal: outcome.dieOfSignal)
     }
 }

@@ -1,4 +1,6 @@
 import ArgumentParser
+import StallCapture
+import StallHost
 import StallProc
 import StallWrapper
 
@@ -16,7 +18,7 @@ struct StallAgentCommand: ParsableCommand {
             main thread stops returning to its event loop, captures where it is stuck, and \
             writes watchdog-style reports with reason codes such as 0x8badf00d.
 
-            Exit codes: 0 success; 3 no such process / it exited; 4 permission denied; \
+            `stallagent --version` prints the version and the binary's build-id. Exit codes: 0 success; 3 no such process / it exited; 4 permission denied; \
             5 not traceable (zombie, kernel thread, already traced); 6 capture timed out; \
             64 bad arguments; 69 metrics address unusable (e.g. port in use); 73 report \
             directory unusable; 78 bad configuration file; 1 other errors. Wrapping a command: \
@@ -29,6 +31,16 @@ struct StallAgentCommand: ParsableCommand {
 }
 
 extension StallAgentCommand {
+    /// `stallagent --version`: the version, and the build the binary is (its ELF build-id), so a
+    /// report or a bug can be matched to the exact binary. Read only when asked: parsing every
+    /// other command line must not open the binary.
+    static func versionText() -> String {
+        // The file itself: the module reader refuses symbolic links, /proc/self/exe among them.
+        let path = (try? ProcFS.readLink("/proc/self/exe", pid: getpid())) ?? "/proc/self/exe"
+        let buildID = ElfImageCache.shared.image(atPath: path, displayPath: "stallagent")?.buildID
+        return "stallagent \(AgentMetrics.version) (build-id \(buildID ?? "unknown"))"
+    }
+
     static let subcommandNames: Set<String> = ["watch", "run", "dump", "symbolicate", "demo", "generate-man-page", "help"]
 
     /// `stallagent [options] -- COMMAND` means `stallagent run [options] -- COMMAND`.
@@ -36,6 +48,10 @@ extension StallAgentCommand {
     /// timeout(1), so a wrapped test run can tell them from the command's own failures.
     static func main() {
         var arguments = Array(CommandLine.arguments.dropFirst())
+        if arguments == ["--version"] || arguments == ["version"] {
+            FileHandleOutput.standardOutput(versionText() + "\n")
+            Glibc.exit(0)
+        }
         let wrapping: Bool
         if let separator = arguments.firstIndex(of: "--"),
             !subcommandNames.contains(arguments.first ?? ""), !arguments[..<separator].contains("--pid")

@@ -28,6 +28,27 @@ import Glibc
         #expect(try runCommand(agent, ["run", "--", "/bin/sh", "-c", "exit 7"]).status == 7)
     }
 
+    /// Every wrapped run ends with one line that says the agent ran and what it saw, a clean
+    /// run too; `--quiet` leaves it out; `--version` names the version and the binary's build.
+    @Test func aWrappedRunAlwaysEndsWithASummaryLine() throws {
+        let (clean, _) = try run(["--", "/bin/sh", "-c", "sleep 0.3 & wait"])
+        #expect(clean.status == 0)
+        let lines = clean.stderr.split(separator: "\n")
+        #expect(lines.count == 1, "\(clean.stderr)")
+        let line = String(lines.last ?? "")
+        #expect(line.hasPrefix("stallagent: 0 stalls over "), "\(line)")
+        #expect(line.contains(" s of sh"), "\(line)")
+        #expect(line.contains("; agent ") && line.hasSuffix(" % CPU"), "\(line)")
+        let (failed, _) = try run(["--", "/bin/sh", "-c", "exit 3"])
+        #expect(failed.status == 3 && failed.stderr.hasPrefix("stallagent: 0 stalls over "), "\(failed.stderr)")
+        let (quiet, _) = try run(["--quiet", "--", "/bin/true"])
+        #expect(quiet.status == 0 && quiet.stderr.isEmpty, "\(quiet.stderr)")
+        let version = try runCommand(agent, ["--version"])
+        #expect(version.status == 0)
+        #expect(version.stdout.hasPrefix("stallagent "), "\(version.stdout)")
+        #expect(version.stdout.contains("build-id ") && !version.stdout.contains("unknown"), "\(version.stdout)")
+    }
+
     @Test func agentErrorsAreDistinguishable() throws {
         let notFound = try run(["--", "no-such-command-\(getpid())"]).0
         #expect(notFound.status == 127)

@@ -11,7 +11,7 @@ import Glibc
     let agent = FixtureProcess.stallagentURL
 
     /// `stallagent -- sh -c 'exit N'` for all 256 values, one agent each, four chains at a time
-    /// (N ≡ k mod 4) to keep it short. Each run must also leave stderr empty.
+    /// (N ≡ k mod 4) to keep it short. With --quiet each run must also leave stderr empty.
     @Test func everyExitStatusPassesThrough() throws {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("exit-\(UUID().uuidString)").path
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
@@ -20,7 +20,7 @@ import Glibc
             chain() {
               n=$1; bad=
               while [ $n -le 255 ]; do
-                '\(agent.path)' --report-dir '\(dir)/reports' -- /bin/sh -c "exit $n" 2>'\(dir)'/err.$1
+                '\(agent.path)' --quiet --report-dir '\(dir)/reports' -- /bin/sh -c "exit $n" 2>'\(dir)'/err.$1
                 status=$?
                 [ $status -eq $n ] || bad="$bad $n->$status"
                 [ -s '\(dir)'/err.$1 ] && bad="$bad $n:stderr:$(head -c 200 '\(dir)'/err.$1)"
