@@ -244,6 +244,10 @@ public final class StallMonitor {
 
     private var startTime = 0.0
     private var nextModuleCheck = 0.0
+    /// A module check ran since the watch began. Until then the thread is not put to sleep: a
+    /// process found between its fork and its exec may have had its new maps read while its
+    /// name was still the old one, and only that check (or the thread waking) renames it.
+    private var identityChecked = false
     /// True once the target exited or `stop` was called.
     public private(set) var finished = false
 
@@ -349,6 +353,7 @@ public final class StallMonitor {
             // (the same ones under a new name) and takes the new name and path.
             checkIdentity(at: now)
             nextModuleCheck = now + 1
+            identityChecked = true
         }
         return true
     }
@@ -655,7 +660,7 @@ public final class StallMonitor {
     /// re-entered identically between the two reads (microseconds apart) goes unseen: a turn
     /// that short is no stall.
     public func armWakeUp() -> Int32? {
-        guard !finished, !detector.isInEpisode, !wakerRefused else { return nil }
+        guard !finished, !detector.isInEpisode, !wakerRefused, identityChecked else { return nil }
         let expected: ProcSyscallInfo
         if stillInHomeWait, let home = lastHomeWait {
             expected = home.syscall
