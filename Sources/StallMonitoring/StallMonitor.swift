@@ -289,8 +289,7 @@ public final class StallMonitor {
     @discardableResult
     public func step(at now: Double) -> Bool {
         guard !finished else { return false }
-        stillInHomeWait = false
-        stillParked = nil
+        settledIn = nil
         var turned = false
         if let counter = turnCounter, let count = counter.read() {
             if let last = lastTurnCount, count != last {
@@ -553,11 +552,6 @@ public final class StallMonitor {
         let sched = probe.schedstat()
         var activity = classify(state: stat.state, syscall: syscall)
         var parkedIn: ProcSyscallInfo?
-        defer {
-            // Parked in the very same call at two probes in a row: settled (see `armWakeUp`).
-            if let parkedIn, activity == .idle, parkedIn == previousParked { stillParked = parkedIn }
-            lastParked = activity == .idle ? parkedIn : nil
-        }
         if activity == .idle, waitVerdict == .nested {
             activity = lastWaitSite.map { lockWaitSites.contains($0) } == true ? .lockWait : .blockedCall
         } else if activity == .blockedCall, let number = syscall?.syscallNumber,
@@ -582,6 +576,11 @@ public final class StallMonitor {
             // recursion) is not stalled: the child is watched itself. The clock pauses as if
             // stopped, and nothing is sampled.
             activity = .stopped
+        }
+        if activity == .idle, let parkedIn {
+            lastParked = parkedIn
+            // Parked in the very same call at two probes in a row: settled (see `armWakeUp`).
+            if parkedIn == previousParked { settledIn = parkedIn }
         }
         resetEpisodeStatisticsIfNeeded()
         lastCPUNanos = sched?.cpuNanos ?? lastCPUNanos
@@ -627,7 +626,7 @@ public final class StallMonitor {
         // Still asleep in the very same home wait (same call, SP and PC; no turn since): the
         // verdict cannot have changed, and this is every probe of an idle watch.
         if !turned, let last = lastHomeWait, last.syscall == syscall, let site = lastWaitSite, site == last.site {
-            stillInHomeWait = true
+            settledIn = syscall
             return .home
         }
         lastHomeWait = nil
@@ -641,12 +640,12 @@ public final class StallMonitor {
     }
 
     private var lastHomeWait: (syscall: ProcSyscallInfo, site: HomeWaitTracker.Site)?
-    /// The call this step and the one before found the thread parked in (idle, though not in a
-    /// loop's wait): a supervisor's sigsuspend, a parent's wait4 in a watched family.
-    private var stillParked: ProcSyscallInfo?
+    /// The call the latest probe found the thread parked in (idle, though not in a loop's
+    /// wait): a supervisor's sigsuspend, a parent's wait4 in a watched family.
     private var lastParked: ProcSyscallInfo?
-    /// This step found the thread in the same home wait as the last, with no turn between.
-    private var stillInHomeWait = false
+    /// The call this step and the one before found the thread in: the same home wait with no
+    /// turn between, or the same parking call. What `armWakeUp` sleeps the thread on.
+    private var settledIn: ProcSyscallInfo?
     private var waker: LoopWaker?
     private var wakerRefused = false
 
@@ -661,14 +660,7 @@ public final class StallMonitor {
     /// that short is no stall.
     public func armWakeUp() -> Int32? {
         guard !finished, !detector.isInEpisode, !wakerRefused, identityChecked else { return nil }
-        let expected: ProcSyscallInfo
-        if stillInHomeWait, let home = lastHomeWait {
-            expected = home.syscall
-        } else if let parked = stillParked {
-            expected = parked
-        } else {
-            return nil
-        }
+        guard let expected = settledIn else { return nil }
         if waker == nil {
             do {
                 waker = try LoopWaker(tid: inspector.pid)

@@ -24,10 +24,9 @@ public protocol WakeableWatch: AnyObject {
 /// idle processes costs what watching one does, plus the descriptors.
 public final class WatchScheduler<Watch: WakeableWatch> {
     private var awake: [ObjectIdentifier: Watch] = [:]
-    /// Asleep, by the descriptor that wakes them.
-    private var asleep: [Int32: Watch] = [:]
-    private var sleepingFD: [ObjectIdentifier: Int32] = [:]
-    /// How many times a watch was put to sleep and woken (for the summary and the bench).
+    /// Asleep, with the descriptor that wakes them.
+    private var asleep: [ObjectIdentifier: (watch: Watch, fd: Int32)] = [:]
+    /// How many times a watch was put to sleep and woken (the tests count them).
     public private(set) var sleeps = 0
     public private(set) var wakes = 0
 
@@ -51,10 +50,7 @@ public final class WatchScheduler<Watch: WakeableWatch> {
     public func remove(_ watch: Watch) {
         let id = ObjectIdentifier(watch)
         awake[id] = nil
-        if let fd = sleepingFD.removeValue(forKey: id) {
-            asleep[fd] = nil
-            watch.disarmWakeUp()
-        }
+        if asleep.removeValue(forKey: id) != nil { watch.disarmWakeUp() }
     }
 
     public func isAwake(_ watch: Watch) -> Bool { awake[ObjectIdentifier(watch)] != nil }
@@ -69,8 +65,7 @@ public final class WatchScheduler<Watch: WakeableWatch> {
         let id = ObjectIdentifier(watch)
         guard awake[id] != nil, let fd = watch.armWakeUp() else { return false }
         awake[id] = nil
-        asleep[fd] = watch
-        sleepingFD[id] = fd
+        asleep[id] = (watch, fd)
         sleeps += 1
         if trace { say("sleep \(watch.wakeLabel)") }
         return true
@@ -79,8 +74,7 @@ public final class WatchScheduler<Watch: WakeableWatch> {
     /// Wakes a sleeping watch by hand (a signal for the whole loop, a stop): it is probed next round.
     public func wake(_ watch: Watch) {
         let id = ObjectIdentifier(watch)
-        guard let fd = sleepingFD.removeValue(forKey: id) else { return }
-        asleep[fd] = nil
+        guard asleep.removeValue(forKey: id) != nil else { return }
         watch.disarmWakeUp()
         awake[id] = watch
         wakes += 1
@@ -93,10 +87,11 @@ public final class WatchScheduler<Watch: WakeableWatch> {
     /// `extra` descriptors that were readable. EINTR ends the wait early, as a signal should.
     @discardableResult
     public func wait(until deadline: Double, extra: [Int32] = []) -> Set<Int32> {
+        // The sleepers first, in the order of `sleepers`, then `extra`.
+        let sleepers = Array(asleep.values)
         var fds = [pollfd]()
-        fds.reserveCapacity(asleep.count + extra.count)
-        for fd in asleep.keys { fds.append(pollfd(fd: fd, events: Int16(POLLIN), revents: 0)) }
-        let sleepers = fds.count
+        fds.reserveCapacity(sleepers.count + extra.count)
+        for sleeper in sleepers { fds.append(pollfd(fd: sleeper.fd, events: Int16(POLLIN), revents: 0)) }
         for fd in extra { fds.append(pollfd(fd: fd, events: Int16(POLLIN), revents: 0)) }
         let remaining = deadline - MonotonicTime.seconds()
         // Milliseconds, rounded up: a 0.4 ms wait must not become a busy loop of zero timeouts.
@@ -105,8 +100,8 @@ public final class WatchScheduler<Watch: WakeableWatch> {
         guard ready > 0 else { return [] }
         var readyExtra = Set<Int32>()
         for (index, entry) in fds.enumerated() where entry.revents != 0 {
-            if index < sleepers {
-                if let watch = asleep[entry.fd] { wake(watch) }
+            if index < sleepers.count {
+                wake(sleepers[index].watch)
             } else {
                 readyExtra.insert(entry.fd)
             }

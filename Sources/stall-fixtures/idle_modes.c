@@ -165,7 +165,7 @@ int run_park(const struct fixture_args *args)
 static pid_t spawner_children[4096];
 static int spawner_count;
 
-static FIXTURE_FRAME pid_t spawn_idle_worker(const struct fixture_args *args)
+static FIXTURE_FRAME pid_t spawn_idle_worker(void)
 {
     double mono = (double)mono_ns() / 1e9;
     pid_t child = fork();
@@ -183,7 +183,6 @@ static FIXTURE_FRAME pid_t spawn_idle_worker(const struct fixture_args *args)
         idle_loop_open(&loop);
         _exit(idle_wait_loop(&loop));
     }
-    (void)args;
     if (spawner_count < (int)(sizeof spawner_children / sizeof spawner_children[0]))
         spawner_children[spawner_count++] = child;
     printf("forked pid=%d mono=%.6f\n", (int)child, mono);
@@ -202,7 +201,7 @@ FIXTURE_FRAME int run_spawner(const struct fixture_args *args)
     static const int signals[] = { SIGTERM, SIGINT, SIGCHLD };
     sigset_t set = block_signals(signals, sizeof signals / sizeof signals[0]);
     for (long i = 0; i < count; i++)
-        spawn_idle_worker(args);
+        spawn_idle_worker();
     print_ready();
     uint64_t next = mono_ns() + seconds_to_ns(every);
     for (;;) {
@@ -221,7 +220,7 @@ FIXTURE_FRAME int run_spawner(const struct fixture_args *args)
             continue;
         }
         if (every > 0 && mono_ns() >= next) {
-            spawn_idle_worker(args);
+            spawn_idle_worker();
             next += seconds_to_ns(every);
         }
     }

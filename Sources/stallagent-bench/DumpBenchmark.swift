@@ -146,7 +146,7 @@ struct DumpBenchmark {
     /// the postmaster, idle in its wait.
     static func postgresTarget(_ postgres: String, settings: [String] = []) throws -> Target? {
         let bin = (postgres as NSString).deletingLastPathComponent
-        let data = FileManager.default.temporaryDirectory.appendingPathComponent("dbench-pg-\(getpid())").path
+        let data = postgresSocketDirectory
         try? FileManager.default.removeItem(atPath: data)
         try FileManager.default.createDirectory(atPath: data, withIntermediateDirectories: true)
         var prefix: [String] = []
@@ -167,7 +167,7 @@ struct DumpBenchmark {
         return try launch("PostgreSQL (postmaster)", prefix[0], Array(prefix.dropFirst()) + [postgres] + arguments, cleanup: cleanup)
     }
 
-    /// The socket directory of the cluster `postgresTarget` started (its data directory).
+    /// The data directory of the cluster `postgresTarget` starts, which is its socket directory too.
     static var postgresSocketDirectory: String {
         FileManager.default.temporaryDirectory.appendingPathComponent("dbench-pg-\(getpid())").path
     }

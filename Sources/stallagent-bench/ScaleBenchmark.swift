@@ -59,13 +59,7 @@ struct ScaleBenchmark {
             }
         }
 
-        var peakRSSBytes: UInt64 {
-            guard let status = try? ProcFS.readText("/proc/\(child.pid)/status", pid: child.pid),
-                let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }),
-                let kB = UInt64(line.split(separator: " ").dropFirst().first ?? "")
-            else { return 0 }
-            return kB * 1024
-        }
+        var peakRSSBytes: UInt64 { UInt64(AgentResourceUsage.peakResidentBytes(pid: String(child.pid)) ?? 0) }
 
         func stop() {
             kill(child.pid, SIGTERM)

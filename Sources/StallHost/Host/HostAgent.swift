@@ -35,8 +35,8 @@ public final class HostAgent {
         var loggedRefusals: Set<String> = []
         var saidMainOnly = false
         let family = ProcessFamily()
-        /// Watched processes awake at some round since the last wide scan, and when the wide
-        /// scan next covers the sleeping ones too (see `watchFamily`).
+        /// `--follow-children`: watched processes awake at some round since the last wide scan,
+        /// and when the wide scan next covers the sleeping ones too (see `watchFamily`).
         var awakeSinceWideScan: Set<Int32> = []
         var nextSleeperScan = 0.0
 
@@ -209,7 +209,7 @@ public final class HostAgent {
         let now = MonotonicTime.seconds()
         for slot in slots {
             for monitor in slot.monitors {
-                scheduler.remove(monitor)
+                // (`detach` takes it off the scheduler.)
                 monitor.accountIdleTime(until: now)
                 monitor.stop(at: now)
                 detach(slot, monitor, at: now, stoppedBy: stoppedBy)
@@ -262,7 +262,6 @@ public final class HostAgent {
     /// for all of them (a thread other than the main one forking while the main one sleeps).
     private func watchFamily(_ slot: Slot, stepped: [StallMonitor], at now: Double) {
         if slot.monitors.isEmpty, now < slot.nextAttempt { return }
-        for monitor in stepped { slot.awakeSinceWideScan.insert(monitor.inspector.pid) }
         let wide = now >= slot.nextFullScan || slot.monitors.isEmpty
         if wide {
             slot.nextFullScan = now + ProcessFamily.fullScanInterval
@@ -301,8 +300,8 @@ public final class HostAgent {
             if slot.monitors.isEmpty, let main = UnitCgroups.mainProcess(of: UnitCgroups.members(of: cgroup)) {
                 candidates.insert(main, at: 0)
             }
-            if wide { slot.awakeSinceWideScan = [] }
         case .pid, .pidfile:
+            for monitor in stepped { slot.awakeSinceWideScan.insert(monitor.inspector.pid) }
             if wide {
                 let everyone = now >= slot.nextSleeperScan
                 if everyone { slot.nextSleeperScan = now + ProcessFamily.sleeperScanInterval }

@@ -7,8 +7,8 @@ import Glibc
 
 /// Where the processes of a target watched as a whole come from: a unit's cgroup, or the
 /// children of the processes already watched (`--follow-children`). The host agent asks in
-/// every round where a watched thread was awake, so the per-round questions read one small file per cgroup or per process
-/// through a descriptor kept open (`pread` at offset 0 gives the current list: measured on
+/// every round where a watched thread was awake, so the per-round questions read one small
+/// file per cgroup or per process through a descriptor kept open (`pread` at offset 0 gives the current list: measured on
 /// `cgroup.procs` of the v1 `name=systemd` hierarchy and on `/proc/PID/task/TID/children`);
 /// the wider scans (sub-cgroups, children forked by threads other than the main one) open
 /// afresh once a second.

@@ -51,6 +51,15 @@ struct WatchSchedulerTests {
         }
     }
 
+    /// A scheduler with one watch, put to sleep.
+    private func oneAsleep() -> (WatchScheduler<PipeWatch>, PipeWatch) {
+        let scheduler = WatchScheduler<PipeWatch>()
+        let watch = PipeWatch()
+        scheduler.add(watch)
+        scheduler.trySleep(watch)
+        return (scheduler, watch)
+    }
+
     @Test func aSettledWatchSleepsUntilItsDescriptorWakesIt() {
         let scheduler = WatchScheduler<PipeWatch>()
         let a = PipeWatch()
@@ -92,10 +101,7 @@ struct WatchSchedulerTests {
     }
 
     @Test func removingASleepingWatchDisarmsIt() {
-        let scheduler = WatchScheduler<PipeWatch>()
-        let watch = PipeWatch()
-        scheduler.add(watch)
-        scheduler.trySleep(watch)
+        let (scheduler, watch) = oneAsleep()
         #expect(watch.armed)
         scheduler.remove(watch)
         #expect(!watch.armed && scheduler.asleepCount == 0 && scheduler.awakeCount == 0)
@@ -107,10 +113,7 @@ struct WatchSchedulerTests {
     }
 
     @Test func anExtraDescriptorEndsTheWaitAndIsReturned() {
-        let scheduler = WatchScheduler<PipeWatch>()
-        let sleeper = PipeWatch()
-        scheduler.add(sleeper)
-        scheduler.trySleep(sleeper)
+        let (scheduler, sleeper) = oneAsleep()
         let inbox = PipeWatch()  // stands for the signal inbox
         inbox.wakeFromTheKernel()
         let ready = scheduler.wait(until: MonotonicTime.seconds() + 5, extra: [inbox.read])
@@ -119,10 +122,7 @@ struct WatchSchedulerTests {
     }
 
     @Test func aWakeByHandDisarms() {
-        let scheduler = WatchScheduler<PipeWatch>()
-        let watch = PipeWatch()
-        scheduler.add(watch)
-        scheduler.trySleep(watch)
+        let (scheduler, watch) = oneAsleep()
         scheduler.wake(watch)
         #expect(scheduler.isAwake(watch) && !watch.armed)
     }
