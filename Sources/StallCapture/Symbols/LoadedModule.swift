@@ -67,6 +67,15 @@ public final class LoadedModule {
         return false
     }
 
+    /// True when the instruction at `address` is a near return (`ret`, `rep ret`), read from
+    /// the file.
+    public func isReturnInstruction(_ address: UInt64) -> Bool {
+        guard let image, mappings.contains(where: { $0.executable && $0.contains(address) }),
+            let bytes = image.readBytes(atVirtualAddress: address &- bias, count: 2)
+        else { return false }
+        return bytes[0] == 0xC3 || (bytes[0] == 0xF3 && bytes[1] == 0xC3)
+    }
+
     /// The target of the `call rel32` that ends just before `address`, or nil when the
     /// instruction there is not one (an indirect call names no target in its bytes).
     public func directCallTarget(returningTo address: UInt64) -> UInt64? {

@@ -81,6 +81,12 @@ public final class SnapshotUnwinder {
         var registers = start
         var atReturnAddress = resumingAtReturnAddress
         while true {
+            if frames.isEmpty, !atReturnAddress, let caller = callerOfReturn(registers) {
+                frames.append(UnwoundFrame(address: registers.pc, stackPointer: registers.sp, isSignalFrame: false))
+                registers = caller
+                atReturnAddress = true
+                continue
+            }
             var initial = registers
             if atReturnAddress { initial[RegisterFile.rip] = registers.pc &- 1 }
             context.registers = initial
@@ -143,6 +149,23 @@ public final class SnapshotUnwinder {
                 atReturnAddress = true
             }
         }
+    }
+
+    /// The caller of a thread stopped on a `ret`: the function has restored every register it
+    /// saved, so its caller has the same registers, with the return address at [RSP]. The CFI
+    /// cannot be used there: GCC states no rule change after `pop rbp`/`leave`, so it still
+    /// puts the caller's RBP at CFA − 16, a word below the stack pointer that no stack copy
+    /// holds (a ptrace copy and a perf sample both start at RSP), and the walk ended after
+    /// two frames.
+    private func callerOfReturn(_ registers: RegisterFile) -> RegisterFile? {
+        let pc = registers.pc
+        guard let module = context.modules.module(containing: pc), module.isReturnInstruction(pc),
+            let returnAddress = context.readWord(registers.sp), context.isPlausibleReturnAddress(returnAddress)
+        else { return nil }
+        var caller = registers
+        caller[RegisterFile.rip] = returnAddress
+        caller[RegisterFile.rsp] = registers.sp &+ 8
+        return caller
     }
 
     /// A register of the cursor's current frame, nil when the snapshot does not have it.
