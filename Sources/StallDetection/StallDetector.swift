@@ -58,6 +58,11 @@ public struct StallDetector: Sendable {
     private var outerFrames: Set<StallFrameTracker.Key>?
     /// Batch rule: frames promoted to the runner's since start (for tests and reports).
     public private(set) var runnerFramesLearned = 0
+    /// The process is known to have ended by its own exit (see `noteExit`).
+    private var exitedNormally = false
+    /// When the probes last saw the activity change (running to blocked, say): where new work
+    /// found by a batch sample most likely began.
+    private var lastActivityChange: Double?
 
     /// Tolerance for comparing ages and times built by summing intervals.
     private static let epsilon = 1e-9
@@ -180,10 +185,11 @@ public struct StallDetector: Sendable {
             guard observation.time >= previous.time else { return [] }
             let ends = loopTurned || observation.activity == .idle || observation.activity == .gone
             if ends, observation.time - previous.time > configuration.maximumProbeGap {
-                events += endEpisode(at: previous.time, ending: observation.activity == .gone ? .targetDied : .returnedToIdle)
+                events += endEpisode(at: previous.time, ending: observation.activity == .gone ? goneEnding : .returnedToIdle)
             }
             if episode != nil { account(from: previous, to: observation) }
         }
+        if observation.activity != lastObservation?.activity { lastActivityChange = observation.time }
         lastObservation = observation
         if loopTurned, observation.activity.isBusy || observation.activity == .stopped {
             events += endEpisode(at: observation.time, ending: .returnedToIdle)
@@ -192,7 +198,7 @@ public struct StallDetector: Sendable {
         }
         switch observation.activity {
         case .gone:
-            events += endEpisode(at: observation.time, ending: .targetDied)
+            events += endEpisode(at: observation.time, ending: goneEnding)
             forgetTarget()
         case .idle:
             // The interval just accounted may itself cross the threshold: such an episode is a
@@ -226,13 +232,14 @@ public struct StallDetector: Sendable {
     public mutating func record(_ sample: StackSample) -> [DetectorEvent] {
         guard var current = episode, sample.time + Self.epsilon >= current.startTime else { return [] }
         episode = nil  // hold the only reference, so the mutations below do not copy its tables
+        let previousAttempt = current.lastSampleAttempt
         current.lastSampleAttempt = max(current.lastSampleAttempt ?? sample.time, sample.time)
         lastSampleAttemptAnyEpisode = max(lastSampleAttemptAnyEpisode ?? sample.time, sample.time)
         let storable = !sample.frames.isEmpty && sample.activity != .idle && sample.activity != .gone
         var events: [DetectorEvent] = []
         if storable, current.phase == .batch {
             episode = current
-            events += recordBatch(sample)
+            events += recordBatch(sample, previousAttempt: previousAttempt)
             current = episode!
             episode = nil
         } else if storable, configuration.usesStackRule {
@@ -273,7 +280,7 @@ public struct StallDetector: Sendable {
 
     /// The batch rule's part of `record` (see the type's comment): updates the held frames of
     /// the open episode and ends it where its work ended.
-    private mutating func recordBatch(_ sample: StackSample) -> [DetectorEvent] {
+    private mutating func recordBatch(_ sample: StackSample, previousAttempt: Double?) -> [DetectorEvent] {
         // An interpreted frame (a Python test) is the unit of work: the machine frames above the
         // innermost one are the interpreter executing it (a dict lookup, time.monotonic, the
         // addition), different from sample to sample. Counted as frames of their own, a CPU
@@ -344,11 +351,25 @@ public struct StallDetector: Sendable {
             return []
         }
         let events = endEpisode(at: sample.time, ending: .returnedToIdle)
-        startEpisode(at: sample.time)
+        // The new work began after the previous sample. When the probes saw the activity change
+        // since then (a test that sleeps or waits after one that ran), it began there; timed from
+        // this sample instead, a slow test lost up to a slow sample interval (a 1.6 s sleep was
+        // reported as 1.40 s).
+        var start = sample.time
+        if let change = lastActivityChange, let previousAttempt, change > previousAttempt, change < sample.time {
+            start = change
+        }
+        startEpisode(at: start)
         episode?.lastSampleAttempt = sample.time
         episode?.anchors = outside.subtracting(outer)
         episode?.anchoredSamples = 1
         return events
+    }
+
+    /// The process is known to have exited by itself (an exit status, not a signal): the next
+    /// `gone` observation ends an open stall as `targetExited`, keeping its reason.
+    public mutating func noteExit() {
+        exitedNormally = true
     }
 
     /// The process replaced its program (exec): the new one starts up afresh, with runner frames
@@ -394,6 +415,14 @@ public struct StallDetector: Sendable {
     /// After a death the detector starts over in the launch phase (if so configured), ready for
     /// a restarted target.
     public mutating func finish(at time: Double, targetGone: Bool) -> [DetectorEvent] {
+        finish(at: time, ending: targetGone ? .targetDied : .monitoringStopped)
+    }
+
+    /// The same with the ending said: `targetExited` for a process known to have exited by
+    /// itself (its stall keeps its reason), `targetDied` for a death by signal or an end the
+    /// agent could not tell.
+    public mutating func finish(at time: Double, ending: StallEnding) -> [DetectorEvent] {
+        let targetGone = ending == .targetDied || ending == .targetExited
         var events: [DetectorEvent] = []
         if episode != nil, let previous = lastObservation {
             if time > previous.time {
@@ -404,7 +433,7 @@ public struct StallDetector: Sendable {
                 account(from: previous, to: tail)
             }
             events += checkAge(at: time)
-            events += closeEpisode(at: max(time, previous.time), ending: targetGone ? .targetDied : .monitoringStopped)
+            events += closeEpisode(at: max(time, previous.time), ending: ending)
         }
         lastObservation = nil
         if targetGone { forgetTarget() }
@@ -578,10 +607,15 @@ public struct StallDetector: Sendable {
     /// After the target died: a restarted target is a new launch.
     private mutating func forgetTarget() {
         lastObservation = nil
+        exitedNormally = false
         hasSeenIdle = !configuration.startsInLaunchPhase
         outerFrames = nil
         lastSampleAttemptAnyEpisode = nil
     }
+
+    /// How a `gone` observation ends the episode: an exit the agent saw (`noteExit`) keeps the
+    /// stall's reason; anything else is a death.
+    private var goneEnding: StallEnding { exitedNormally ? .targetExited : .targetDied }
 
     private func makeSnapshot(trigger: StallSnapshotTrigger, ending: StallEnding?) -> StallSnapshot {
         // Only called with an open stall.

@@ -544,7 +544,17 @@ public final class StallMonitor {
         if waitVerdict == .home, !detector.isInEpisode {
             return ThreadObservation(time: now, activity: .idle, cpuNanos: lastCPUNanos, runQueueNanos: lastRunQueueNanos)
         }
-        guard let stat = probe.stat() else { return ThreadObservation(time: now, activity: .gone) }
+        guard let stat = probe.stat() else {
+            // Reaped already: the wrapper (the command's parent, or the subreaper of orphans)
+            // noted how it ended.
+            if ReapedExitLedger.shared.peek(pid: inspector.pid)?.signal == 0 { detector.noteExit() }
+            return ThreadObservation(time: now, activity: .gone)
+        }
+        // A zombie says how it ended until its parent reaps it: by its own exit, a stall keeps
+        // its reason (issue 25: a test whose last act was a sleep did not die).
+        if stat.state == "Z" || stat.state == "X", let code = stat.exitCode, code & 0x7f == 0 {
+            detector.noteExit()
+        }
         // A new name: an exec, or a rename (prctl, a write to /proc/PID/comm), told apart by
         // the maps.
         if let last = lastComm, last != stat.name { checkIdentity(at: now) }

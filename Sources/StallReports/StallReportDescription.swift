@@ -51,6 +51,7 @@ enum StallReportDescription {
         if report.ongoing { return "ongoing" }
         switch report.ending.flatMap(StallEnding.init(rawValue:)) {
         case .targetDied?: return "then the process died"
+        case .targetExited?: return "then the process exited"
         case .monitoringStopped?: return "still busy when monitoring stopped"
         case .returnedToIdle?, nil: return "not terminated"
         }

@@ -16,6 +16,7 @@ public enum StallSummaryLine {
         if r.termination != nil { notes.append("terminated") }
         switch r.ending.flatMap(StallEnding.init(rawValue:)) {
         case .targetDied?: notes.append("died")
+        case .targetExited?: notes.append("then exited")
         case .monitoringStopped?: notes.append("monitoring stopped")
         case .returnedToIdle?, nil: break
         }

@@ -197,13 +197,15 @@ public final class CommandRunner {
             var signaled: Int32 = 0
             let pid = sa_reap_one(&status, &signaled)
             if pid <= 0 { break }
+            if monitors[pid] != nil { ReapedExitLedger.shared.note(pid: pid, status: status, signal: signaled) }
             if pid == child {
                 childStatus = status
                 childSignal = signaled == 0 ? nil : signaled
             }
         }
         // A capture that was under way when the command exited may have reaped it.
-        if childStatus == nil, let reaped = ReapedExitLedger.shared.take(pid: child) {
+        // Peeked, not taken: the command's monitor reads it too, to tell an exit from a death.
+        if childStatus == nil, let reaped = ReapedExitLedger.shared.peek(pid: child) {
             childStatus = reaped.status
             childSignal = reaped.signal == 0 ? nil : reaped.signal
         }
@@ -212,6 +214,7 @@ public final class CommandRunner {
     private func collectFinished(all: Bool) {
         for (pid, monitor) in monitors where all || monitor.finished {
             finishedSummaries.append(monitor.end())
+            if pid != child { _ = ReapedExitLedger.shared.take(pid: pid) }
             monitors[pid] = nil
         }
     }

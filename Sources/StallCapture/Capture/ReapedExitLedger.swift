@@ -22,6 +22,20 @@ public final class ReapedExitLedger: @unchecked Sendable {
         statuses.withLock { $0[pid] = entry }
     }
 
+    /// Records how a process the wrapper reaped ended, so its monitor can tell an exit from a
+    /// death (kept until `take`, bounded).
+    public func note(pid: Int32, status: Int32, signal: Int32) {
+        statuses.withLock {
+            if $0.count >= 4096 { $0.removeAll() }
+            $0[pid] = (status, signal)
+        }
+    }
+
+    /// The same as `take` without removing it.
+    public func peek(pid: Int32) -> (status: Int32, signal: Int32)? {
+        statuses.withLock { $0[pid] }
+    }
+
     /// The shell-style status (exit code, or 128 + signal) if capture reaped `pid`, and the
     /// signal that killed it (0 when it exited): 130 from `exit 130` is not a SIGINT death.
     public func take(pid: Int32) -> (status: Int32, signal: Int32)? {

@@ -11,6 +11,10 @@ public struct ProcThreadStat: Equatable, Sendable {
     public var processor: Int32
     /// The kernel's task flags (field 9, `PF_*`).
     public var flags: UInt64 = 0
+    /// Field 52: the wait status its parent will get (`status << 8` for an exit, the signal
+    /// number for a death), meaningful once the task is a zombie. The kernel shows it only to
+    /// a reader allowed to ptrace the process, as the agent is.
+    public var exitCode: Int32?
 
     /// `PF_EXITING`: the task is past `exit()`, on its way to a zombie. Its /proc files still
     /// read, but the kernel refuses new perf events and ptrace requests on it.
@@ -38,7 +42,7 @@ public struct ProcThreadStat: Equatable, Sendable {
         var ends: [Int] = []
         ends.reserveCapacity(40)
         var i = close + 1
-        while i < bytes.count, starts.count < 40 {
+        while i < bytes.count, starts.count < 50 {
             while i < bytes.count, bytes[i] == 0x20 || bytes[i] == 0x0A { i += 1 }
             guard i < bytes.count else { break }
             let start = i
@@ -77,7 +81,8 @@ public struct ProcThreadStat: Equatable, Sendable {
         else { return nil }
         return ProcThreadStat(
             state: Character(Unicode.Scalar(stateByte)), name: name, ppid: ppid, userTicks: utime, systemTicks: stime,
-            startTicks: start, processor: signed(39) ?? -1, flags: number(9) ?? 0)
+            startTicks: start, processor: signed(39) ?? -1, flags: number(9) ?? 0,
+            exitCode: number(52).flatMap { Int32(exactly: $0) })
     }
 
     public static func parse(_ text: String) -> ProcThreadStat? { parse(text[...]) }

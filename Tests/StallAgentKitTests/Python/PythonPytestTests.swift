@@ -53,4 +53,45 @@ import Testing
             #expect(names.contains("pytest_pyfunc_call"), "\(names)")
         }
     }
+
+    /// Issue 25: a process whose last act is a long sleep exits by itself; its stall is the
+    /// sleep (blocked, its whole length, "then exited"), not a death.
+    @Test(.enabled(if: PythonInterpreters.has(python), "\(python) is not installed"))
+    func aProcessThatExitsAfterASleepWasBlockedNotDead() throws {
+        let file = try PythonInterpreters.script(
+            "flush.py",
+            """
+            import time
+
+            def warm_up():
+                end = time.monotonic() + 0.3
+                while time.monotonic() < end:
+                    pass
+
+            def flush_cache():
+                time.sleep(1.6)
+
+            warm_up()
+            flush_cache()
+
+            """)
+        let directory = (file as NSString).deletingLastPathComponent
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let reports = directory + "/reports"
+        let result = try runCommand(
+            FixtureProcess.stallagentURL, ["--report-dir", reports, "--", Self.python, file], timeout: 60)
+        #expect(result.status == 0, "\(result.stderr)")
+        let files = try FileManager.default.contentsOfDirectory(atPath: reports).filter { $0.hasSuffix(".json") }
+        let decoded = try files.map {
+            try JSONDecoder().decode(StallReport.self, from: Data(contentsOf: URL(fileURLWithPath: reports + "/" + $0)))
+        }
+        #expect(decoded.count == 1, "\(result.stderr)")
+        let report = try #require(decoded.first)
+        #expect(report.reason.name == "blocked", "\(result.stderr)")
+        #expect(report.ending == "targetExited", "\(result.stderr)")
+        #expect(report.culpritFrame?.function == "flush_cache", "\(result.stderr)")
+        // ±15 %: the stall is dated from the probes, the exit seen within a probe or two.
+        #expect(report.durationSeconds > 1.6 * 0.85 && report.durationSeconds < 1.6 * 1.15, "\(report.durationSeconds)")
+        #expect(result.stderr.contains("then exited") && !result.stderr.contains("died"), "\(result.stderr)")
+    }
 }

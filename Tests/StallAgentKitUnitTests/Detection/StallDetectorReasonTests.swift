@@ -96,6 +96,25 @@ struct StallDetectorReasonTests {
         #expect(abs(ended.duration - 1.3) < 1e-9)
     }
 
+    /// Issue 25: a process whose last act was a long sleep exited; it was blocked, not killed.
+    @Test func anExitTheAgentSawKeepsTheReasonAndTheWholeLength() throws {
+        var scenario = DetectionScenario.inLoop()
+        scenario.run(.blockedCall, for: 1.6)
+        scenario.detector.noteExit()
+        scenario.run(.gone, for: 0.05)
+        let ended = try #require(scenario.ended.first)
+        #expect(ended.reason == .blocked)
+        #expect(ended.causeReason == .blocked)
+        #expect(ended.ending == .targetExited)
+        #expect(abs(ended.duration - 1.6) < 1e-9)
+        #expect(scenario.episodes.last?.ending == .targetExited)
+        // The next target (a restart) is judged afresh: its death is a death.
+        scenario.run(.idle, for: 0.2)
+        scenario.run(.running, for: 1.2)
+        scenario.run(.gone, for: 0.05)
+        #expect(scenario.ended.last?.reason == .died)
+    }
+
     @Test func finishWhenTheAgentStopsKeepsTheReason() throws {
         var scenario = DetectionScenario.inLoop()
         scenario.run(.running, for: 1.5)

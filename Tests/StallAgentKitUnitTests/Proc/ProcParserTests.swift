@@ -42,7 +42,7 @@ import Testing
             return ProcThreadStat(
                 state: state, name: String(text[text.index(after: open)..<close]), ppid: ppid, userTicks: utime,
                 systemTicks: stime, startTicks: start, processor: field(39).flatMap { Int32($0) } ?? -1,
-                flags: field(9).flatMap { UInt64($0) } ?? 0)
+                flags: field(9).flatMap { UInt64($0) } ?? 0, exitCode: field(52).flatMap { Int32($0) })
         }
         var lines: [String] = []
         for name in ["a b", "x) R 1 (y", "two\nlines", "résumé ✓", ""] {
@@ -61,6 +61,18 @@ import Testing
             #expect(parsed == reference(line), "\(line)")
         }
         #expect(ProcThreadStat.parse("1 (a) R 1 1 1 0 -1 0 0 0 0 0 99999999999999999999999 1 0 0 20 0 1 0 5 0 0\n") == nil)
+    }
+
+    /// A zombie's stat, read on this machine from a child that called `_exit(3)`: field 52 is
+    /// the wait status its parent will get.
+    @Test func aZombieSaysHowItEnded() throws {
+        let line =
+            "375 (python3) Z 334 332 23839 0 -1 4227148 219 0 0 0 0 0 0 0 20 0 1 0 1015502 0 0 18446744073709551615 0 0 0 0 0 0 0 16781312 2 1 0 0 17 0 0 0 0 0 0 0 0 0 0 0 0 0 768\n"
+        let stat = try #require(ProcThreadStat.parse(line[...]))
+        #expect(stat.state == "Z")
+        #expect(stat.exitCode == 3 << 8)
+        // A line of an older kernel, without the field, has none.
+        #expect(ProcThreadStat.parse("1 (init) S 0 1 1 0 -1 4194560 1 2 3 4 5 6 7 8 20 0 1 0 9 10 11\n")?.exitCode == nil)
     }
 
     @Test func statRejectsGarbage() {
