@@ -115,7 +115,11 @@ public final class ProcessInspector {
         // No path: the process is exiting (its mm is gone), not exec'ing. The executable
         // where it was with another name is a rename (the maps of a Python or Node process
         // change all the time), not an exec: an exec maps the program afresh.
-        if let path, path != executablePath || mainMapping != lastMainMapping {
+        // A read made mid-exec may not hold the program's mapping yet: only a move from one
+        // known place to another is an exec (counting the missing mapping and then its arrival
+        // made one haproxy reload two execs).
+        let moved = mainMapping != nil && lastMainMapping != nil && mainMapping != lastMainMapping
+        if let path, path != executablePath || moved {
             executablePath = path
             name = comm
             execCount += 1

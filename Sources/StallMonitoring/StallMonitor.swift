@@ -102,6 +102,14 @@ public final class StallMonitor {
         loopTurnEvidence == .stackRule ? idleEntries &+ UInt64(detector.stackRuleTurns) : loopTurns
     }
     private var homeWaits = HomeWaitTracker()
+    /// Where a process with no event loop idles (a supervisor's timed queue get, a helper's
+    /// read of its pipe): see `ParkingWaitTracker`.
+    private var parkingWaits = ParkingWaitTracker()
+    /// The stack base (stat field 28) the latest stat showed: a new one means an exec began,
+    /// under the same name too, and the maps are read again to see it.
+    private var programStack: UInt64?
+    /// The blocked call the previous probe saw, to count entries into a parking wait.
+    private var lastBlockedCall: ProcSyscallInfo?
     private var lastWaitSite: HomeWaitTracker.Site?
     private var canonicalWaitSites: [HomeWaitTracker.Site: HomeWaitTracker.Site] = [:]
     private var lockWaitSites: Set<HomeWaitTracker.Site> = []
@@ -369,20 +377,12 @@ public final class StallMonitor {
         if inspector.renameCount != renameCount { noteRename() }
     }
 
-    /// Acts on an exec the inspector counted (in the module check or in a capture). Another
-    /// program: start afresh. The same program mapped anew (a daemon re-exec'ing itself; or,
-    /// under load, a mapping first read mid-exec): its identity is read again, but a stall in
-    /// progress is kept.
+    /// Acts on an exec the inspector counted (in the module check or in a capture): another
+    /// program, or the same one mapped anew (haproxy's master re-executes itself on every
+    /// reload), starts afresh (issue 24: the home wait learnt before a re-exec made the new
+    /// program's own wait a stall that never ended).
     private func reconcileExec(at now: Double) {
-        if executableChanged()
-            || (inspector.execCount != execCount
-                && (inspector.name != processInfo.name || inspector.executablePath != processInfo.path))
-        {
-            noteExec(at: now)
-        } else if inspector.execCount != execCount {
-            execCount = inspector.execCount
-            (processInfo, threadInfo) = StallMonitor.identity(of: inspector, redactArgv: options.redactArgv, unit: options.unit)
-        }
+        if executableChanged() || inspector.execCount != execCount { noteExec(at: now) }
     }
 
     /// The same program under a new name: reports take it; the watch goes on as it was.
@@ -415,6 +415,8 @@ public final class StallMonitor {
         frameCache.removeAll()
         canonicalWaitSites.removeAll()
         homeWaits = HomeWaitTracker()
+        parkingWaits.reset()
+        lastBlockedCall = nil
         lastWaitSite = nil
         lastHomeWait = nil
         lockWaitSites.removeAll()
@@ -541,7 +543,7 @@ public final class StallMonitor {
         // The common case, an idle event loop, is decided by the syscall file alone: stat and
         // schedstat add nothing (a stopped thread in epoll_wait is "no stall" either way), and
         // skipping them halves the cost of an idle watch.
-        if waitVerdict == .home, !detector.isInEpisode {
+        if waitVerdict == .home, !detector.isInEpisode, !waitSiteIsNew {
             return ThreadObservation(time: now, activity: .idle, cpuNanos: lastCPUNanos, runQueueNanos: lastRunQueueNanos)
         }
         guard let stat = probe.stat() else {
@@ -556,12 +558,20 @@ public final class StallMonitor {
             detector.noteExit()
         }
         // A new name: an exec, or a rename (prctl, a write to /proc/PID/comm), told apart by
-        // the maps.
-        if let last = lastComm, last != stat.name { checkIdentity(at: now) }
+        // the maps. A new stack base: an exec, under the same name too (haproxy -W re-executes
+        // its master on every reload).
+        if let last = lastComm, last != stat.name {
+            checkIdentity(at: now)
+        } else if let base = stat.startStack, base != 0, let known = programStack, known != base {
+            checkIdentity(at: now)
+        }
+        if let base = stat.startStack, base != 0 { programStack = base }
         lastComm = stat.name
         let sched = probe.schedstat()
         var activity = classify(state: stat.state, syscall: syscall)
         var parkedIn: ProcSyscallInfo?
+        // Fed at every probe of a process with no known loop, so its first look is the agent's.
+        let parkedNow = !homeWaits.knowsLoop && detector.phase != .batch && parked(in: syscall, activity: activity)
         if activity == .idle, waitVerdict == .nested {
             activity = lastWaitSite.map { lockWaitSites.contains($0) } == true ? .lockWait : .blockedCall
         } else if activity == .blockedCall, let number = syscall?.syscallNumber,
@@ -569,6 +579,9 @@ public final class StallMonitor {
                 || (options.childWaitsAreParking && StallMonitor.childWaitSyscalls.contains(number)),
             !homeWaits.knowsLoop
         {
+            activity = .idle
+            parkedIn = syscall
+        } else if parkedNow {
             activity = .idle
             parkedIn = syscall
         } else if activity == .running, ioHint {
@@ -636,10 +649,14 @@ public final class StallMonitor {
         // Still asleep in the very same home wait (same call, SP and PC; no turn since): the
         // verdict cannot have changed, and this is every probe of an idle watch.
         if !turned, let last = lastHomeWait, last.syscall == syscall, let site = lastWaitSite, site == last.site {
+            waitSiteIsNew = false
             settledIn = syscall
             return .home
         }
         lastHomeWait = nil
+        // A wait site not seen before may be a new program's (an exec under the same name):
+        // this probe reads the stat too.
+        waitSiteIsNew = canonicalWaitSites[HomeWaitTracker.Site(pc: syscall.programCounter ?? 0, sp: syscall.stackPointer ?? 0)] == nil
         let verdict = waitSiteVerdictUncached(syscall, turned: turned)
         if verdict == .home, let site = lastWaitSite,
             loopTurnEvidence != .stackRule || learnedLoopSites.contains(site)
@@ -650,6 +667,42 @@ public final class StallMonitor {
     }
 
     private var lastHomeWait: (syscall: ProcSyscallInfo, site: HomeWaitTracker.Site)?
+    /// The latest wait's raw site had not been seen before.
+    private var waitSiteIsNew = false
+
+    /// Whether a process that has shown no event loop is in its parking wait (see
+    /// `ParkingWaitTracker`): fed every probe that reaches it, so the tracker's first look is
+    /// the agent's first look at the program.
+    private func parked(in syscall: ProcSyscallInfo?, activity: ThreadActivity) -> Bool {
+        defer { lastBlockedCall = syscall }
+        guard activity.isBusy, activity != .ioWait, case .inSyscall(let number, let arguments, let sp, let pc)? = syscall
+        else {
+            return parkingWaits.observe(nil, kind: .never, newEntry: true)
+        }
+        let call = ParkingWaitTracker.Call(number: number, pc: pc, sp: sp)
+        return parkingWaits.observe(
+            call, kind: Self.parkingKind(number: number, arguments: arguments, activity: activity),
+            newEntry: lastBlockedCall != syscall)
+    }
+
+    /// A mutex (glibc's FUTEX_WAIT with the value 2) and a file lock are never a parking wait:
+    /// a process found deadlocked must be reported. A sleep first seen may be a stall in
+    /// progress; re-entered from one call it is a helper's beat.
+    static func parkingKind(number: Int, arguments: [UInt64], activity: ThreadActivity) -> ParkingWaitTracker.Kind {
+        switch number {
+        case 202:  // futex
+            let op = (arguments.count > 1 ? arguments[1] : 0) & 0x7f
+            let value = arguments.count > 2 ? arguments[2] : 0
+            return (op == 0 || op == 9) && value == 2 ? .never : .parkable
+        case 35, 230: return .parkableWhenRepeated  // nanosleep, clock_nanosleep
+        case 73: return .never  // flock
+        case 0, 19, 45, 47, 43, 288, 61, 247, 7, 23, 270, 271, 232, 281:
+            // read, readv, recvfrom, recvmsg, accept, accept4, wait4, waitid, and the idle-set
+            // waits a monitor may be told are work
+            return activity == .ioWait ? .never : .parkable
+        default: return .never
+        }
+    }
     /// The call the latest probe found the thread parked in (idle, though not in a loop's
     /// wait): a supervisor's sigsuspend, a parent's wait4 in a watched family.
     private var lastParked: ProcSyscallInfo?

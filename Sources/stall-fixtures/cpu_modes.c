@@ -202,9 +202,16 @@ FIXTURE_FRAME uint64_t spin_then_exec(uint64_t deadline_ns, const char *argv0)
 {
     uint64_t acc = burn_cpu_until(deadline_ns);
     if (!stop_requested) {
+        /* By its own path, as a daemon re-executing itself does (haproxy -W on a reload):
+         * same pid, same path, same name. */
+        char self[4096];
+        ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+        if (n <= 0)
+            fatal_errno("readlink /proc/self/exe");
+        self[n] = '\0';
         char *const argv[] = { (char *)argv0, (char *)"spin", NULL };
-        execv("/proc/self/exe", argv);
-        fatal_errno("execv /proc/self/exe");
+        execv(self, argv);
+        fatal_errno("execv");
     }
     return acc;
 }

@@ -50,7 +50,7 @@ static const struct mode modes[] = {
     { "exit-soon", run_exit_soon, 1, 1, 0, "MS",
       "spin in spin_then_exit, _exit(0) after MS milliseconds" },
     { "exec-soon", run_exec_soon, 1, 1, 0, "MS",
-      "spin in spin_then_exec, execv /proc/self/exe spin after MS milliseconds" },
+      "spin in spin_then_exec, then re-execute itself by its own path as `spin` after MS milliseconds" },
     { "threads", run_threads, 1, 1, 0, "N",
       "N sleeping threads worker-0..N-1 (in worker_sleep), main spins like `spin`" },
     { "zombie-parent", run_zombie_parent, 0, 0, 0, "",

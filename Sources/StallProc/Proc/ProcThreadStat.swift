@@ -15,6 +15,9 @@ public struct ProcThreadStat: Equatable, Sendable {
     /// number for a death), meaningful once the task is a zombie. The kernel shows it only to
     /// a reader allowed to ptrace the process, as the agent is.
     public var exitCode: Int32?
+    /// Field 28: the bottom of the process's stack, placed anew (randomised) by every exec; the
+    /// same program re-executing itself under the same pid and path changes it.
+    public var startStack: UInt64?
 
     /// `PF_EXITING`: the task is past `exit()`, on its way to a zombie. Its /proc files still
     /// read, but the kernel refuses new perf events and ptrace requests on it.
@@ -82,7 +85,7 @@ public struct ProcThreadStat: Equatable, Sendable {
         return ProcThreadStat(
             state: Character(Unicode.Scalar(stateByte)), name: name, ppid: ppid, userTicks: utime, systemTicks: stime,
             startTicks: start, processor: signed(39) ?? -1, flags: number(9) ?? 0,
-            exitCode: number(52).flatMap { Int32(exactly: $0) })
+            exitCode: number(52).flatMap { Int32(exactly: $0) }, startStack: number(28))
     }
 
     public static func parse(_ text: String) -> ProcThreadStat? { parse(text[...]) }

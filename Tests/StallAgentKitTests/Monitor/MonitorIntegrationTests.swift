@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 
 @testable import StallMonitoring
@@ -179,9 +180,12 @@ import Glibc
         #expect(files.filter { $0.hasSuffix(".json") }.count == 3)
     }
 
-    /// A loop that idles somewhere other than epoll/poll/select is taught with --idle-syscall
-    /// or --idle-frame; without them the same wait is a stall.
-    @Test func idleSyscallAndIdleFrameTeachOtherLoops() throws {
+    /// A process that has sat in one blocking call since the agent first saw it, with no
+    /// event loop, is a helper in its parking wait (issue 24: multiprocessing's resource
+    /// tracker reads its pipe for life): no stall, at the launch threshold or later.
+    /// `--busy-frame` says such a wait is work after all; `--idle-syscall`/`--idle-frame` keep
+    /// it idle.
+    @Test func aHelperBlockedForLifeIsParkedUnlessSaidToBeWork() throws {
         let fixture = try FixtureProcess(["pipe"])
         func stalls(_ configure: (inout MonitorOptions) -> Void) throws -> Int {
             let (summary, dir) = try watch(pid: fixture.pid, duration: 1.2) {
@@ -192,9 +196,43 @@ import Glibc
             try? FileManager.default.removeItem(atPath: dir)
             return summary.stalls.count
         }
-        #expect(try stalls { _ in } == 1)
+        #expect(try stalls { _ in } == 0)
+        #expect(try stalls { $0.busyFramePatterns = ["read_from_*"] } == 1)
         #expect(try stalls { $0.extraIdleSyscalls = [0] } == 0)  // read
         #expect(try stalls { $0.idleFramePatterns = ["read_from_*"] } == 0)
-        #expect(try stalls { $0.idleFramePatterns = ["no_such_function"] } == 1)
+    }
+
+    /// A program that re-executes itself (same pid, path and name, as haproxy's master does on
+    /// every reload) is a new program: an exec line, and what the old one taught (its waits,
+    /// its launch) is forgotten, so the new program's stall is its own, with its own frames.
+    @Test func aSelfReExecIsSaidAndStartsTheWatchAfresh() throws {
+        let fixture = try FixtureProcess(["exec-soon", "400"])
+        var options = MonitorOptions()
+        options.reportDirectory = temporaryDirectory()
+        options.duration = 2.5
+        options.launchThreshold = 0.8
+        defer { try? FileManager.default.removeItem(atPath: options.reportDirectory) }
+        let lines = Mutex<[String]>([])
+        let monitor = try StallMonitor(pid: fixture.pid, options: options, log: { line in lines.withLock { $0.append(line) } })
+        let summary = monitor.run()
+        let logged = lines.withLock { $0 }
+        #expect(logged.filter { $0.contains("exec'd") }.count == 1, "\(logged)")
+        #expect(summary.stalls.count == 1, "\(summary.stalls.map(\.heaviestFunctions))")
+        let stall = try #require(summary.stalls.first)
+        #expect(stall.heaviestFunctions.contains("run_spin"), "\(stall.heaviestFunctions)")
+        #expect(!stall.heaviestFunctions.contains("spin_then_exec"), "\(stall.heaviestFunctions)")
+    }
+
+    /// A process found in a mutex wait is never taken for a parked helper: a deadlock the
+    /// agent attaches to is reported.
+    @Test func aProcessFoundInAMutexWaitIsStillALockStall() throws {
+        let fixture = try FixtureProcess(["mutex"])
+        let (summary, dir) = try watch(pid: fixture.pid, duration: 1.2) {
+            $0.threshold = 0.4
+            $0.launchThreshold = 0.4
+        }
+        try? FileManager.default.removeItem(atPath: dir)
+        #expect(summary.stalls.count == 1)
+        #expect(summary.stalls.first?.reason.name == "lock")
     }
 }

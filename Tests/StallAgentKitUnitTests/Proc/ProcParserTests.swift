@@ -42,7 +42,8 @@ import Testing
             return ProcThreadStat(
                 state: state, name: String(text[text.index(after: open)..<close]), ppid: ppid, userTicks: utime,
                 systemTicks: stime, startTicks: start, processor: field(39).flatMap { Int32($0) } ?? -1,
-                flags: field(9).flatMap { UInt64($0) } ?? 0, exitCode: field(52).flatMap { Int32($0) })
+                flags: field(9).flatMap { UInt64($0) } ?? 0, exitCode: field(52).flatMap { Int32($0) },
+                startStack: field(28).flatMap { UInt64($0) })
         }
         var lines: [String] = []
         for name in ["a b", "x) R 1 (y", "two\nlines", "résumé ✓", ""] {
