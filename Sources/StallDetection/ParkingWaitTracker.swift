@@ -6,7 +6,8 @@
 ///
 /// A call is this process's parking wait when
 /// - the agent's first look at the program found the thread in it (it had sat there since
-///   before the agent came), or
+///   before the agent came; only where `trustsFirstLook`: a process watched as one of a
+///   family, where helpers are, not one a user pointed the agent at while it was stuck), or
 /// - the thread entered it `reentriesToPark` times from the same call site (stack pointer and
 ///   PC of the system call), as a supervisor's loop does.
 /// Time in a parking wait is idle. The monitor asks only while no loop wait is known (a wait
@@ -44,8 +45,9 @@ public struct ParkingWaitTracker: Sendable {
     private var entries: [Call: Int] = [:]
     private var firstLookDone = false
     private var previous: Call?
+    private let trustsFirstLook: Bool
 
-    public init() {}
+    public init(trustsFirstLook: Bool = true) { self.trustsFirstLook = trustsFirstLook }
 
     /// Classifies what the latest probe saw (`call` nil: the thread was not blocked in a
     /// call). `newEntry`: the thread was seen elsewhere in between, or the call's arguments
@@ -57,7 +59,7 @@ public struct ParkingWaitTracker: Sendable {
         }
         guard let call, kind != .never else { return false }
         if parkingCalls.contains(call) { return true }
-        if !firstLookDone, kind == .parkable {
+        if !firstLookDone, trustsFirstLook, kind == .parkable {
             parkingCalls.insert(call)
             return true
         }
@@ -77,6 +79,6 @@ public struct ParkingWaitTracker: Sendable {
 
     /// Forgets everything (the process exec'd: a new program, a new first look).
     public mutating func reset() {
-        self = ParkingWaitTracker()
+        self = ParkingWaitTracker(trustsFirstLook: trustsFirstLook)
     }
 }

@@ -43,6 +43,11 @@ public struct MonitorOptions: Sendable {
     /// where the stall is in the child. A wrapped test run keeps it off, so a shell that hangs
     /// on a hung child is still reported.
     public var childWaitsAreParking = false
+    /// The blocking call a process with no event loop is first found in is its parking wait
+    /// (`ParkingWaitTracker`): set where helpers are watched too (a unit, `--follow-children`).
+    /// A single `--pid` keeps it off: the process a user points the agent at while it is stuck
+    /// in a blocking call is reported.
+    public var firstWaitIsParking = false
     /// The unit the watched process belongs to, named in its reports.
     public var unit: String?
 

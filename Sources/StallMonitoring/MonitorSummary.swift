@@ -23,6 +23,8 @@ public struct MonitorSummary: Sendable {
 
     public var pid: Int32
     public var name: String
+    /// What the process showed itself to be (see `ProcessKind`).
+    public var kind: ProcessKind = .busy
     public var watchedSeconds: Double
     /// The stalls kept for the summary: all of them up to `maxKeptStalls`, then the longest
     /// (a watch of months must not grow by a stall's worth of memory per stall).
@@ -59,6 +61,27 @@ public struct MonitorSummary: Sendable {
         }
     }
 
+    /// Turns per second and busy share, when the process has a loop to count them by.
+    var loopHealth: (turnsPerSecond: Double, busyPercent: Double)? {
+        guard kind == .loop, watchedSeconds > 0 else { return nil }
+        return (Double(loopTurns) / watchedSeconds, 100 * min(1, busySeconds / watchedSeconds))
+    }
+
+    /// The worst stall, as the summaries print it.
+    var worstLine: String? {
+        guard let worst = stalls.max(by: { $0.duration < $1.duration }) else { return nil }
+        return "#\(worst.id) \(worst.reason.hexCode) \(worst.reason.name) \(Format.seconds(worst.duration)) in \(worst.topFunction.terminalSafe)"
+    }
+
+    /// One line for a member of a watched family that exits while the rest is still watched:
+    /// the family's table at the end lists it again.
+    public func renderExit() -> String {
+        let total = max(stallCount, stalls.count)
+        var line = "stallagent: \(name.terminalSafe) [\(pid)] (\(kind.rawValue)) exited after \(Format.seconds(watchedSeconds)): "
+        line += total == 0 ? "no stalls" : "\(total) stall\(total == 1 ? "" : "s"), worst \(worstLine ?? "?")"
+        return line
+    }
+
     /// The few lines printed when the watch ends.
     public func render() -> String {
         var lines: [String] = []
@@ -74,10 +97,7 @@ public struct MonitorSummary: Sendable {
                 for stall in stalls { byReason[stall.reason.name, default: 0] += 1 }
             }
             lines.append("  by reason: " + byReason.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", "))
-            if let worst = stalls.max(by: { $0.duration < $1.duration }) {
-                lines.append(
-                    "  worst: #\(worst.id) \(worst.reason.hexCode) \(worst.reason.name) \(Format.seconds(worst.duration)) in \(worst.topFunction.terminalSafe)")
-            }
+            if let worstLine { lines.append("  worst: " + worstLine) }
             for stall in stalls {
                 lines.append(
                     "  #\(stall.id) \(stall.reason.hexCode) \(stall.reason.name.padding(toLength: 8, withPad: " ", startingAt: 0)) \(Format.seconds(stall.duration).padding(toLength: 8, withPad: " ", startingAt: 0)) \(stall.topFunction)"

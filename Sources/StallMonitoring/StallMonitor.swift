@@ -104,7 +104,7 @@ public final class StallMonitor {
     private var homeWaits = HomeWaitTracker()
     /// Where a process with no event loop idles (a supervisor's timed queue get, a helper's
     /// read of its pipe): see `ParkingWaitTracker`.
-    private var parkingWaits = ParkingWaitTracker()
+    private lazy var parkingWaits = ParkingWaitTracker(trustsFirstLook: options.firstWaitIsParking)
     /// The stack base (stat field 28) the latest stat showed: a new one means an exec began,
     /// under the same name too, and the maps are read again to see it.
     private var programStack: UInt64?
@@ -133,6 +133,22 @@ public final class StallMonitor {
         "PyThread_acquire_lock*", "sem_wait*", "sem_timedwait*", "sem_clockwait*", "__new_sem_wait*",
         "pthread_rwlock_*lock*", "pthread_mutex_*lock*", "__lll_lock_wait*",
     ]
+    /// Python functions that wait for another thread or process through a lock of their own:
+    /// a join, a condition or event, a queue, a future. Blocked (waiting on someone), not
+    /// lock contention (issue 25: a `Thread.join` read as a deadlock).
+    static let waitForAnotherFrames = [
+        "*Thread.join", "*Thread._wait_for_tstate_lock", "*Condition.wait", "*Condition.wait_for", "*Event.wait",
+        "*Barrier.wait", "*Queue.get", "*Queue.join", "*Future.result", "*Future.exception", "*Popen.wait",
+        "*Popen._wait", "*Popen.communicate", "*Pool.join", "*AsyncResult.wait", "*AsyncResult.get",
+    ]
+
+    /// True when the innermost interpreted frame is one of `waitForAnotherFrames`: the lock the
+    /// thread waits in is the join's or the queue's, not one that work contends for.
+    static func waitsForAnother(_ frames: [SampledFrame]) -> Bool {
+        guard let innermost = frames.first(where: \.isInterpreted) else { return false }
+        return waitForAnotherFrames.contains { GlobPattern.matches($0, innermost.function) }
+    }
+
     /// Syscalls a process parks in when it has no event loop (nginx's master, supervisors):
     /// idle until a loop wait is known, then ordinary blocking calls.
     static let parkingSyscalls: Set<Int> = [130, 128, 34]  // rt_sigsuspend, rt_sigtimedwait, pause
@@ -415,6 +431,7 @@ public final class StallMonitor {
         frameCache.removeAll()
         canonicalWaitSites.removeAll()
         homeWaits = HomeWaitTracker()
+        parkedKind = nil
         parkingWaits.reset()
         lastBlockedCall = nil
         lastWaitSite = nil
@@ -497,9 +514,35 @@ public final class StallMonitor {
         summary.loopTurns = loopTurnCount
         summary.longestTurn = turnLengths.longest
         summary.busySeconds = stateSeconds.filter { $0.key.isBusy }.values.reduce(0, +)
+        summary.kind = kind
         (summary.agentCPUSeconds, summary.peakResidentBytes) = AgentResourceUsage.cpuAndPeak()
         summary.agentElapsedSeconds = StallMonitor.processAge(pid: getpid()) ?? summary.watchedSeconds
         return summary
+    }
+
+    /// What the process has shown itself to be so far (see `ProcessKind`).
+    public var kind: ProcessKind {
+        if homeWaits.knowsLoop || (loopTurnEvidence != .stackRule && loopTurns > 0) { return .loop }
+        if let parking = parkedKind { return parking }
+        if options.batchThreshold != nil { return .batch }
+        return .busy
+    }
+
+    /// Supervisor or helper, once the process was seen parked: a supervisor waits for signals
+    /// or children, or has children; a helper has none.
+    private var parkedKind: ProcessKind?
+
+    private func noteParked(in syscall: ProcSyscallInfo?) {
+        guard parkedKind == nil else { return }
+        if let number = syscall?.syscallNumber,
+            StallMonitor.parkingSyscalls.contains(number) || StallMonitor.childWaitSyscalls.contains(number)
+        {
+            parkedKind = .supervisor
+            return
+        }
+        let pid = inspector.pid
+        let children = (try? ProcFS.readText("/proc/\(pid)/task/\(pid)/children", pid: pid)) ?? ""
+        parkedKind = children.contains(where: \.isNumber) ? .supervisor : .helper
     }
 
     /// An on-demand capture (0xbaaaaaad): where the main thread is right now, busy or not —
@@ -601,6 +644,7 @@ public final class StallMonitor {
             activity = .stopped
         }
         if activity == .idle, let parkedIn {
+            noteParked(in: parkedIn)
             lastParked = parkedIn
             // Parked in the very same call at two probes in a row: settled (see `armWakeUp`).
             if parkedIn == previousParked { settledIn = parkedIn }
@@ -893,7 +937,8 @@ public final class StallMonitor {
             if activity == .blockedCall || activity == .lockWait, let info = snapshot.syscall, info.syscallNumber == 202,
                 sampled.contains(where: { frame in
                     StallMonitor.lockAcquireFrames.contains { GlobPattern.matches($0, frame.function) }
-                })
+                }),
+                !StallMonitor.waitsForAnother(sampled)
             {
                 lockHintSyscall = info
             }

@@ -123,6 +123,7 @@ public final class HostAgent {
             labels.insert(spec.label)
             var options = spec.monitorOptions(base: configuration.monitor)
             options.childWaitsAreParking = spec.watchesAllProcesses
+            options.firstWaitIsParking = spec.watchesAllProcesses
             options.unit = spec.unitName
             // Each unit's reports apart: retention then counts per unit, and one busy unit
             // cannot push another's reports out.
@@ -212,7 +213,11 @@ public final class HostAgent {
                 // (`detach` takes it off the scheduler.)
                 monitor.accountIdleTime(until: now)
                 monitor.stop(at: now)
-                detach(slot, monitor, at: now, stoppedBy: stoppedBy)
+                detach(slot, monitor, at: now, stoppedBy: stoppedBy, final: true)
+            }
+            // A whole family in one table, exited members included (issue 24).
+            if slot.spec.watchesAllProcesses, !slot.summaries.isEmpty {
+                log(FamilySummaryTable.render(label: slot.spec.label, summaries: slot.summaries, stoppedBySignal: stoppedBy))
             }
         }
         housekeeping(at: .infinity)
@@ -383,7 +388,7 @@ public final class HostAgent {
         notifier.status(statusLine())
     }
 
-    private func detach(_ slot: Slot, _ monitor: StallMonitor, at now: Double, stoppedBy: Int32? = nil) {
+    private func detach(_ slot: Slot, _ monitor: StallMonitor, at now: Double, stoppedBy: Int32? = nil, final: Bool = false) {
         scheduler.remove(monitor)
         var summary = monitor.end()
         summary.stoppedBySignal = stoppedBy
@@ -396,7 +401,11 @@ public final class HostAgent {
         slot.refused[monitor.inspector.pid] = nil
         slot.family.forget(pid: monitor.inspector.pid)
         metrics?.setTargetUp(slot.spec.label, !slot.monitors.isEmpty)
-        log(summary.render())
+        if !slot.spec.watchesAllProcesses {
+            log(summary.render())
+        } else if !final {
+            log(summary.renderExit())
+        }
         if summary.targetExited, slot.spec.watchesAllProcesses {
             // A worker that exits is let go; the target ends (or waits) when none is left.
             if slot.monitors.isEmpty {

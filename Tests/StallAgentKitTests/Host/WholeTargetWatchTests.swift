@@ -155,7 +155,13 @@ extension HostAgentIntegrationTests {
         #expect(!stderr.contains("[\(family.pid)] detected"), "\(stderr)")
         #expect(!reports.contains { $0.contains("_\(family.pid)_") }, "\(reports)")
         #expect(reports.count == 2, "\(reports)")
-        #expect(stderr.contains("watched sh [\(family.pid)]"), "\(stderr)")
+        // One table for the family at the end, a row per process with its kind (issue 24).
+        let rows = stderr.split(separator: "\n").filter { $0.hasPrefix("  \(family.pid) ") }
+        #expect(rows.count == 1 && rows[0].contains(" sh ") && rows[0].contains(" supervisor "), "\(stderr)")
+        for pid in workers {
+            let row = stderr.split(separator: "\n").first { $0.hasPrefix("  \(pid) ") } ?? ""
+            #expect(row.contains(" loop ") && row.contains("(exited)"), "\(stderr)")
+        }
         // Each scope option goes with its own target kind: usage errors, exit 64.
         for arguments in [["--unit", "a", "--follow-children"], ["--pid", "1", "--main-process-only"], ["--pidfile", "/x", "--follow-children"]] {
             let refused = try runCommand(self.agent, arguments)

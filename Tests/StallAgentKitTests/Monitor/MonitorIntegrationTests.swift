@@ -191,12 +191,15 @@ import Glibc
             let (summary, dir) = try watch(pid: fixture.pid, duration: 1.2) {
                 $0.threshold = 0.4
                 $0.launchThreshold = 0.4
+                $0.firstWaitIsParking = true  // as in a family or unit watch
                 configure(&$0)
             }
             try? FileManager.default.removeItem(atPath: dir)
             return summary.stalls.count
         }
         #expect(try stalls { _ in } == 0)
+        // Pointed at alone, the process stuck in read() is reported.
+        #expect(try stalls { $0.firstWaitIsParking = false } == 1)
         #expect(try stalls { $0.busyFramePatterns = ["read_from_*"] } == 1)
         #expect(try stalls { $0.extraIdleSyscalls = [0] } == 0)  // read
         #expect(try stalls { $0.idleFramePatterns = ["read_from_*"] } == 0)
@@ -230,6 +233,7 @@ import Glibc
         let (summary, dir) = try watch(pid: fixture.pid, duration: 1.2) {
             $0.threshold = 0.4
             $0.launchThreshold = 0.4
+            $0.firstWaitIsParking = true
         }
         try? FileManager.default.removeItem(atPath: dir)
         #expect(summary.stalls.count == 1)

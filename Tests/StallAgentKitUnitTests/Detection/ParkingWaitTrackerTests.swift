@@ -75,6 +75,14 @@ import Testing
         #expect(!found.knowsParking)
     }
 
+    /// Where the first look is not trusted (a single `--pid`), only re-entries park.
+    @Test func withoutTheFirstLookOnlyReentriesPark() {
+        var tracker = ParkingWaitTracker(trustsFirstLook: false)
+        let first = tracker.observe(pipeRead, kind: .parkable, newEntry: true)
+        #expect(!first)
+        #expect(!tracker.knowsParking)
+    }
+
     /// An exec starts a new first look.
     @Test func resetForgetsEverything() {
         var tracker = ParkingWaitTracker()
