@@ -102,6 +102,10 @@ public struct StallDetector: Sendable {
         var anchoredSamples = 0
         /// Batch rule: frames seen beneath the held ones during the episode.
         var beneath: Set<StallFrameTracker.Key> = []
+        /// Batch rule: when a held test was first missing from a sample, and the sample before.
+        var testMissed: (at: Double, after: Double?)?
+        /// The sample being recorded is not to be stored (see `testMissed`).
+        var setAside = false
         /// Batch rule: the innermost held frame and the different frames it called directly.
         var innermostHeld: StallFrameTracker.Key?
         var children: Set<StallFrameTracker.Key> = []
@@ -235,13 +239,18 @@ public struct StallDetector: Sendable {
         let previousAttempt = current.lastSampleAttempt
         current.lastSampleAttempt = max(current.lastSampleAttempt ?? sample.time, sample.time)
         lastSampleAttemptAnyEpisode = max(lastSampleAttemptAnyEpisode ?? sample.time, sample.time)
-        let storable = !sample.frames.isEmpty && sample.activity != .idle && sample.activity != .gone
+        var storable = !sample.frames.isEmpty && sample.activity != .idle && sample.activity != .gone
         var events: [DetectorEvent] = []
         if storable, current.phase == .batch {
             episode = current
             events += recordBatch(sample, previousAttempt: previousAttempt)
             current = episode!
             episode = nil
+            // A sample the batch rule set aside (a test missing from it once) names nothing.
+            if current.setAside {
+                current.setAside = false
+                storable = false
+            }
         } else if storable, configuration.usesStackRule {
             let loop = loopFrames
             let outside = Set(sample.frames.map(StallFrameTracker.Key.init).filter { !loop.contains($0) })
@@ -301,6 +310,21 @@ public struct StallDetector: Sendable {
             return []
         }
         let held = anchors.intersection(outside)
+        let testHeld = held.contains { Self.isTestFunction($0.function) }
+        // Where a test held until now ended: a test may be missing from one sample (a torn
+        // interpreter chain, read while the thread moved on, split more-itertools'
+        // test_roundtrip in two); missing from two in a row, it ended where first missed.
+        var testEnded: (at: Double, after: Double?)?
+        if !testHeld, anchors.contains(where: { Self.isTestFunction($0.function) }) {
+            guard let missed = current.testMissed else {
+                episode?.testMissed = (sample.time, previousAttempt)
+                episode?.setAside = true
+                return []
+            }
+            testEnded = missed
+        } else {
+            current.testMissed = nil
+        }
         var restart = held.isEmpty
         // A new interpreted call under a held machine frame: the interpreter was entered from
         // C for it (pytest calls each test through `_PyEval_Vector`), so it is a new call of
@@ -325,11 +349,17 @@ public struct StallDetector: Sendable {
             }
             let lost = held.count < anchors.count
             // A piece of work held for several samples ended under frames that stay: they are
-            // the runner's. So are frames under which many different frames came and went.
-            if lost && current.anchoredSamples >= configuration.batchMinimumHeldSamples
-                || current.beneath.count >= configuration.batchDispatcherFrames
+            // the runner's. So are frames under which many different frames came and went,
+            // unless a test function is among them: a test that calls helper after helper
+            // (more-itertools' test_primes) is one slow test, not a runner (issue 25).
+            // The same goes for work that ended under a test still held: that was one of the
+            // test's helpers, and the test goes on.
+            let dispatcher =
+                current.beneath.count >= configuration.batchDispatcherFrames
                 || current.children.count >= configuration.batchDispatcherChildren
-            {
+            if testHeld {
+                // Nothing to learn or restart.
+            } else if lost && current.anchoredSamples >= configuration.batchMinimumHeldSamples || dispatcher {
                 outer.formUnion(held)
                 outerFrames = outer
                 runnerFramesLearned += held.count
@@ -350,13 +380,16 @@ public struct StallDetector: Sendable {
             episode = current
             return []
         }
-        let events = endEpisode(at: sample.time, ending: .returnedToIdle)
+        if let testEnded, let last = episode?.lastTime { episode?.lastTime = min(last, testEnded.at) }
+        let seenAt = testEnded?.at ?? sample.time
+        let seenAfter = testEnded.map { $0.after } ?? previousAttempt
+        let events = endEpisode(at: seenAt, ending: .returnedToIdle)
         // The new work began after the previous sample. When the probes saw the activity change
         // since then (a test that sleeps or waits after one that ran), it began there; timed from
         // this sample instead, a slow test lost up to a slow sample interval (a 1.6 s sleep was
         // reported as 1.40 s).
-        var start = sample.time
-        if let change = lastActivityChange, let previousAttempt, change > previousAttempt, change < sample.time {
+        var start = seenAt
+        if let change = lastActivityChange, let seenAfter, change > seenAfter, change < seenAt {
             start = change
         }
         startEpisode(at: start)
@@ -370,6 +403,12 @@ public struct StallDetector: Sendable {
     /// `gone` observation ends an open stall as `targetExited`, keeping its reason.
     public mutating func noteExit() {
         exitedNormally = true
+    }
+
+    /// pytest's, unittest's and most C harnesses' naming of a test: `test_x`, `Case.test_x`.
+    public static func isTestFunction(_ name: String) -> Bool {
+        let last = name.split(separator: ".").last.map(String.init) ?? name
+        return last.hasPrefix("test")
     }
 
     /// The process replaced its program (exec): the new one starts up afresh, with runner frames

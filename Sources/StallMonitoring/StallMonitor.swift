@@ -1095,7 +1095,7 @@ public final class StallMonitor {
 
     /// The frame a person should look at: the stall frame moved out of libc and the loader.
     private func culprit(_ snapshot: StallSnapshot, _ report: StallReport?) -> String {
-        report?.culpritFrame?.function ?? snapshot.heaviestStack?.topFunction ?? "?"
+        report?.culpritName ?? snapshot.heaviestStack?.topFunction ?? "?"
     }
 
     /// While the main thread waits on a lock, find the owner chain (and a deadlock) and the

@@ -161,6 +161,9 @@ public struct StallReport: Codable, Sendable {
     /// A Python function, when the stack has one, comes first: the interpreter's frames
     /// above it are the same for every program.
     static func culprit(in frames: [SymbolizedFrame]) -> SymbolizedFrame? {
+        // The program's own Python code before the standard library's and installed packages'
+        // (a sleep in `subprocess.run` is the caller's; a pytest runner frame never the test's).
+        if let own = frames.first(where: { $0.isPython && !isLibraryPython($0) }) { return own }
         if let python = frames.first(where: \.isPython) { return python }
         if let jit = frames.firstIndex(where: { $0.module == nil && $0.function != nil }) {
             let runtime = Set(frames[jit...].compactMap(\.module))
@@ -169,6 +172,34 @@ public struct StallReport: Codable, Sendable {
             }
         }
         return frames.first { !isSystemModule($0) } ?? frames.first
+    }
+
+    /// The name a one-line summary gives the culprit. A test that spent its time in a helper
+    /// of its own is named by both, `test_primes → sieve` (issue 25): the test is what a CI
+    /// reader looks for, the helper is where the time went.
+    public var culpritName: String? {
+        guard let culprit = culpritFrame else { return nil }
+        let name = culprit.function.map { culprit.approximate ? "\($0) (approximate)" : $0 } ?? culprit.displayName
+        guard culprit.isPython, !Self.isTestFunction(culprit.function),
+            let frames = heaviestStack?.frames, let index = frames.firstIndex(of: culprit),
+            let test = frames[index...].first(where: { $0.isPython && Self.isTestFunction($0.function) })?.function
+        else { return name }
+        return "\(test) → \(name)"
+    }
+
+    /// pytest's and unittest's naming: `test_x`, `TestCase.test_x`.
+    static func isTestFunction(_ name: String?) -> Bool {
+        guard let name else { return false }
+        let last = name.split(separator: ".").last.map(String.init) ?? name
+        return last.hasPrefix("test")
+    }
+
+    /// Python code that is not the program's own: the standard library, installed packages,
+    /// frozen modules.
+    static func isLibraryPython(_ frame: SymbolizedFrame) -> Bool {
+        guard let file = frame.file else { return false }
+        return file.hasPrefix("<") || file.contains("/site-packages/") || file.contains("/dist-packages/")
+            || file.range(of: #"/lib/python3\.\d+/"#, options: .regularExpression) != nil
     }
 
     static func isSystemModule(_ frame: SymbolizedFrame) -> Bool {

@@ -7,10 +7,8 @@ public enum StallSummaryLine {
         var reason = "\(r.reason.hexCode) \(r.reason.name)"
         if r.cause != r.reason && r.cause != .snapshot { reason += " (\(r.cause.name))" }
         var text = "\(r.kind) #\(r.id) \(reason) \(ReportNumber.duration(r.durationSeconds))" + (r.ongoing ? "+" : "")
-        if let frame = r.culpritFrame {
-            // A guessed name says so here too: this line is often all a reader sees.
-            text += " in " + (frame.function.map { frame.approximate ? "\($0) (approximate)" : $0 } ?? frame.displayName)
-        }
+        // A guessed name says so here too: this line is often all a reader sees.
+        if let name = r.culpritName { text += " in " + name }
         var notes = ["\(r.process.name)[\(r.process.pid)]", r.phase]
         if r.ongoing { notes.append("ongoing") }
         if r.termination != nil { notes.append("terminated") }

@@ -140,6 +140,65 @@ import Glibc
         def test_fails(): assert 1 == 2
         """
 
+    /// The shapes real suites have (issue 25): a test looping over a helper of its own, a test
+    /// joining a thread, a unittest case made of subTests, a fast test.
+    static let shapesSuite = """
+        import threading, time, unittest
+
+        def helper(n):
+            total = 0
+            for i in range(n):
+                total += i * i
+            return total
+
+        def test_loop_over_helper():
+            end = time.monotonic() + 3
+            while time.monotonic() < end:
+                helper(2000)
+
+        def _worker():
+            time.sleep(2)
+
+        def test_join():
+            thread = threading.Thread(target=_worker)
+            thread.start()
+            thread.join()
+
+        def test_fast():
+            time.sleep(0.2)
+
+        class SubTests(unittest.TestCase):
+            def test_sub(self):
+                for i in range(4):
+                    with self.subTest(i=i):
+                        time.sleep(0.5)
+        """
+
+    /// Each slow test of `shapesSuite` is one report of its length, named by the test (and the
+    /// helper it spent its time in), the join `blocked`; the fast test none.
+    @Test func eachSlowTestShapeIsOneStallOfItsLength() throws {
+        let probe = try runCommand(URL(fileURLWithPath: "/usr/bin/env"), ["python3", "-c", "import pytest"], timeout: 60)
+        guard probe.status == 0 else { try Test.cancel("pytest is not importable by python3 (scripts/setup installs it)") }
+        let (result, written) = try wrappedPytest(Self.shapesSuite, file: "test_shapes.py")
+        #expect(result.status == 0, "\(result.stdout)\n\(result.stderr)")
+        let all = "\(written.map { ($0.reason, $0.duration, $0.functions.prefix(8)) })"
+        #expect(written.count == 3, "\(all)")
+        // ±15 %: a test's ends are found by samples 50 ms apart, on a loaded 2-core runner.
+        for (test, reasons, seconds) in [
+            ("test_loop_over_helper", ["hang", "starved"], 3.0), ("test_join", ["blocked"], 2.0),
+            ("SubTests.test_sub", ["blocked"], 2.0),
+        ] {
+            let named = written.filter { $0.functions.contains(test) }
+            #expect(named.count == 1, "\(test): \(named.count) reports: \(all)")
+            #expect(named.allSatisfy { abs($0.duration - seconds) <= seconds * 0.15 }, "\(test): \(named.map(\.duration)) s")
+            #expect(named.allSatisfy { reasons.contains($0.reason) }, "\(test): \(named.map(\.reason))")
+        }
+        let lines = summaries(result.stderr)
+        #expect(lines.contains { $0.function == "test_loop_over_helper" }, "\(result.stderr)")
+        #expect(result.stderr.contains("in test_loop_over_helper → helper"), "\(result.stderr)")
+        #expect(!written.contains { $0.functions.contains("test_fast") }, "\(all)")
+    }
+
     /// pytest through pyenv's shim (bash exec'ing python): one report per slow test, named by
     /// the test's Python function (CPython 3.11–3.13 frames), nothing from start-up or fast
     /// tests, the process named by its interpreter, pytest's status.

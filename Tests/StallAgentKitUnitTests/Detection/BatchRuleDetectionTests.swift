@@ -173,6 +173,31 @@ struct BatchRuleDetectionTests {
         #expect(stall.duration > 2.5 && stall.duration <= 3.05, "\(stall.duration)")
     }
 
+    /// Issue 25: a test that calls helper after helper of its own (more-itertools' test_primes:
+    /// sieve, nth, iter_index …) is one slow test of its whole length, not a dispatcher whose
+    /// frames are the runner's; and a sample whose interpreter chain lost the test once (torn
+    /// while the thread moved) does not cut it in two.
+    @Test func aTestCallingManyHelpersIsOneStallOfItsLength() throws {
+        var d = detector()
+        let helpers = (0..<10).map { "py:helper_\($0)" }
+        let (events, _) = drive(&d, ticks: 0..<700) { tick in
+            if tick == 0 { return (.running, Self.pyStack(["_start", "main"])) }
+            if (100..<400).contains(tick) {
+                if tick == 250 { return (.running, Self.pyStack(Self.pyRunner + ["PyObject_Vectorcall"])) }
+                return (
+                    .running,
+                    Self.pyStack(Self.pyRunner + ["py:Tests.test_primes", helpers[(tick / 7) % helpers.count], "PyLong_FromLong"])
+                )
+            }
+            return (.running, Self.pyStack(Self.pyRunner + ["py:test_fast_\(tick / 3)", "PyObject_Vectorcall"]))
+        }
+        let stalls = ended(events)
+        #expect(stalls.count == 1, "\(stalls.map { ($0.stallFrame?.function ?? "?", $0.startTime, $0.duration) })")
+        let stall = try #require(stalls.first)
+        #expect(stall.stallFrame?.function == "Tests.test_primes")
+        #expect(stall.duration > 2.7 && stall.duration <= 3.1, "\(stall.duration)")
+    }
+
     /// The episode's first sample fell in a fast test just before the slow one, before any
     /// runner frame was known: the slow test is still timed and named on its own, not as part
     /// of a stall of the runner frame every test shares.
