@@ -187,11 +187,8 @@ public struct StallReport: Codable, Sendable {
         return "\(test) → \(name)"
     }
 
-    /// pytest's and unittest's naming: `test_x`, `TestCase.test_x`.
     static func isTestFunction(_ name: String?) -> Bool {
-        guard let name else { return false }
-        let last = name.split(separator: ".").last.map(String.init) ?? name
-        return last.hasPrefix("test")
+        name.map(StallDetector.isTestFunction) ?? false
     }
 
     /// Python code that is not the program's own: the standard library, installed packages,

@@ -63,6 +63,7 @@ public final class HostAgent {
     private var nextMetricsWrite = 0.0
     private var nextRetention = 0.0
     private var nextMetricsUpdate = 0.0
+    private var nextStatusUpdate = 0.0
     private var warnedMetricsFile = false
 
     /// Validates everything a bad setting could break (report and state directories, the
@@ -468,6 +469,12 @@ public final class HostAgent {
     // MARK: Housekeeping
 
     private func housekeeping(at now: Double) {
+        // What each process of a family is becomes known as it shows it (the notifier sends
+        // only a changed line).
+        if now != .infinity, now >= nextStatusUpdate, slots.contains(where: \.spec.watchesAllProcesses) {
+            notifier.status(statusLine())
+            nextStatusUpdate = now + 1
+        }
         if let metrics, now >= nextMetricsUpdate {
             for slot in slots { for monitor in slot.monitors { updateMetrics(slot, monitor) } }
             metrics.touch()
@@ -513,6 +520,15 @@ public final class HostAgent {
     /// STATUS= for `systemctl status`: what is watched and how many stalls so far.
     func statusLine() -> String {
         let parts = slots.map { slot -> String in
+            // A family says what each process is (issue 24): "1 supervisor, 4 loop".
+            if slot.spec.watchesAllProcesses, !slot.monitors.isEmpty {
+                var counts: [ProcessKind: Int] = [:]
+                for monitor in slot.monitors { counts[monitor.kind, default: 0] += 1 }
+                let kinds = ProcessKind.allCases.compactMap { kind in counts[kind].map { "\($0) \(kind.rawValue)" } }
+                let pids = slot.monitors.prefix(4).map { "\($0.inspector.pid) \($0.kind.rawValue)" }
+                let more = slot.monitors.count > 4 ? " and \(slot.monitors.count - 4) more" : ""
+                return "\(slot.spec.label) (\(kinds.joined(separator: ", "))) [\(pids.joined(separator: ", "))\(more)]"
+            }
             let pids = slot.monitors.map { String($0.inspector.pid) }
             if pids.count > 4 { return "\(slot.spec.label) [\(pids.prefix(3).joined(separator: ", ")) and \(pids.count - 3) more]" }
             if !pids.isEmpty { return "\(slot.spec.label) [\(pids.joined(separator: ", "))]" }

@@ -54,11 +54,26 @@ import Testing
         }
     }
 
+    /// Runs `source` as a script under `stallagent --` and decodes the reports it left.
+    func wrappedScript(_ name: String, _ source: String) throws -> (CommandResult, [StallReport]) {
+        let file = try PythonInterpreters.script(name, source)
+        let directory = (file as NSString).deletingLastPathComponent
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let reports = directory + "/reports"
+        let result = try runCommand(
+            FixtureProcess.stallagentURL, ["--report-dir", reports, "--", Self.python, file], timeout: 60)
+        let files = try FileManager.default.contentsOfDirectory(atPath: reports).filter { $0.hasSuffix(".json") }
+        let decoded = try files.map {
+            try JSONDecoder().decode(StallReport.self, from: Data(contentsOf: URL(fileURLWithPath: reports + "/" + $0)))
+        }
+        return (result, decoded)
+    }
+
     /// Issue 25: a process whose last act is a long sleep exits by itself; its stall is the
     /// sleep (blocked, its whole length, "then exited"), not a death.
     @Test(.enabled(if: PythonInterpreters.has(python), "\(python) is not installed"))
     func aProcessThatExitsAfterASleepWasBlockedNotDead() throws {
-        let file = try PythonInterpreters.script(
+        let (result, decoded) = try wrappedScript(
             "flush.py",
             """
             import time
@@ -75,16 +90,7 @@ import Testing
             flush_cache()
 
             """)
-        let directory = (file as NSString).deletingLastPathComponent
-        defer { try? FileManager.default.removeItem(atPath: directory) }
-        let reports = directory + "/reports"
-        let result = try runCommand(
-            FixtureProcess.stallagentURL, ["--report-dir", reports, "--", Self.python, file], timeout: 60)
         #expect(result.status == 0, "\(result.stderr)")
-        let files = try FileManager.default.contentsOfDirectory(atPath: reports).filter { $0.hasSuffix(".json") }
-        let decoded = try files.map {
-            try JSONDecoder().decode(StallReport.self, from: Data(contentsOf: URL(fileURLWithPath: reports + "/" + $0)))
-        }
         #expect(decoded.count == 1, "\(result.stderr)")
         let report = try #require(decoded.first)
         #expect(report.reason.name == "blocked", "\(result.stderr)")
@@ -101,7 +107,7 @@ import Testing
     /// although Python's join waits in a lock of its own.
     @Test(.enabled(if: PythonInterpreters.has(python), "\(python) is not installed"))
     func aThreadJoinIsBlockedNotLock() throws {
-        let file = try PythonInterpreters.script(
+        let (result, decoded) = try wrappedScript(
             "join.py",
             """
             import threading
@@ -118,16 +124,7 @@ import Testing
             test_join()
 
             """)
-        let directory = (file as NSString).deletingLastPathComponent
-        defer { try? FileManager.default.removeItem(atPath: directory) }
-        let reports = directory + "/reports"
-        let result = try runCommand(
-            FixtureProcess.stallagentURL, ["--report-dir", reports, "--", Self.python, file], timeout: 60)
         #expect(result.status == 0, "\(result.stderr)")
-        let files = try FileManager.default.contentsOfDirectory(atPath: reports).filter { $0.hasSuffix(".json") }
-        let decoded = try files.map {
-            try JSONDecoder().decode(StallReport.self, from: Data(contentsOf: URL(fileURLWithPath: reports + "/" + $0)))
-        }
         #expect(decoded.count == 1, "\(result.stderr)")
         let report = try #require(decoded.first)
         #expect(report.reason.name == "blocked", "\(result.stderr)")

@@ -199,6 +199,51 @@ import Glibc
         #expect(!written.contains { $0.functions.contains("test_fast") }, "\(all)")
     }
 
+    static let moreItertools = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent(".build/suites/more_itertools-11.2.1")
+
+    /// A real third-party suite (more-itertools 11.2.1's recipe tests, from its sdist; scripts/
+    /// setup fetches it), wrapped as a CI job would: the same exit status and pass count as
+    /// unwrapped, and, at `--threshold 2s`, every test pytest's own `--durations` puts over the
+    /// threshold (by more than a tenth) has exactly one report naming it, and none under it
+    /// (by more than a tenth) has any.
+    @Test func aRealSuiteGetsOneReportPerTestOverTheThreshold() throws {
+        let tests = Self.moreItertools.appendingPathComponent("tests/test_recipes.py").path
+        guard FileManager.default.fileExists(atPath: tests) else {
+            try Test.cancel("more-itertools' sdist is not in .build/suites (scripts/setup fetches it)")
+        }
+        let probe = try runCommand(URL(fileURLWithPath: "/usr/bin/env"), ["python3", "-c", "import pytest"], timeout: 60)
+        guard probe.status == 0 else { try Test.cancel("pytest is not importable by python3 (scripts/setup installs it)") }
+        // test_primes alone takes 30 s on a 2-core runner: left out.
+        let pytest = ["/usr/bin/env", "python3", "-m", "pytest", "-q", "-p", "no:cacheprovider", "--durations=0", "-k", "not test_primes", tests]
+        let bare = try runCommand(URL(fileURLWithPath: pytest[0]), Array(pytest.dropFirst()), timeout: 300)
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("suite-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let wrapped = try runCommand(agent, ["--threshold", "2s", "--report-dir", dir, "--"] + pytest, timeout: 300)
+        func passed(_ output: String) -> String? {
+            output.split(separator: "\n").last { $0.contains(" passed") }.map { String($0.split(separator: " in ").first ?? "") }
+        }
+        #expect(wrapped.status == bare.status, "\(wrapped.stderr)")
+        #expect(passed(wrapped.stdout) != nil && passed(wrapped.stdout) == passed(bare.stdout), "\(wrapped.stdout)")
+        // "2.86s call     tests/test_recipes.py::PrimeFunctionTests::test_nth_prime_approximate"
+        let durations: [(test: String, seconds: Double)] = wrapped.stdout.split(separator: "\n").compactMap { line in
+            let words = line.split(separator: " ", omittingEmptySubsequences: true)
+            guard words.count == 3, words[1] == "call", words[0].hasSuffix("s"), let seconds = Double(words[0].dropLast()),
+                let name = words[2].split(separator: ":").last
+            else { return nil }
+            return (String(name), seconds)
+        }
+        #expect(!durations.isEmpty, "\(wrapped.stdout)")
+        let written = try reports(in: dir)
+        let all = "\(written.map { ($0.reason, $0.duration, $0.functions.prefix(12)) })"
+        for (test, seconds) in durations {
+            let named = written.filter { $0.functions.contains { $0 == test || $0.hasSuffix("." + test) } }
+            if seconds > 2.2 { #expect(named.count == 1, "\(test) (\(seconds) s): \(named.count) reports: \(all)") }
+            if seconds < 1.8 { #expect(named.isEmpty, "\(test) (\(seconds) s) was reported: \(all)") }
+        }
+        #expect(durations.contains { $0.seconds > 2.2 }, "no test over the threshold: \(wrapped.stdout)")
+    }
+
     /// pytest through pyenv's shim (bash exec'ing python): one report per slow test, named by
     /// the test's Python function (CPython 3.11–3.13 frames), nothing from start-up or fast
     /// tests, the process named by its interpreter, pytest's status.
