@@ -34,13 +34,10 @@ public enum FamilySummaryTable {
         lines.append("  reports: \(first.reportDirectory)")
         // The agent's figures are the agent's, not a process's: the latest summary has them.
         let last = summaries.max(by: { $0.agentElapsedSeconds < $1.agentElapsedSeconds }) ?? first
-        let base = max(last.agentElapsedSeconds, longest)
         lines.append(
-            String(
-                format: "  agent: %d samples, %d with a ptrace stop, CPU %.2f s (%.2f %% of a core), peak RSS %.1f MB",
-                summaries.reduce(0) { $0 + $1.samples }, summaries.reduce(0) { $0 + $1.capturesWithStop },
-                last.agentCPUSeconds, base > 0 ? 100 * last.agentCPUSeconds / base : 0,
-                Double(last.peakResidentBytes) / 1_048_576))
+            last.agentLine(
+                samples: summaries.reduce(0) { $0 + $1.samples },
+                capturesWithStop: summaries.reduce(0) { $0 + $1.capturesWithStop }, watchedSeconds: longest))
         return lines.joined(separator: "\n")
     }
 }

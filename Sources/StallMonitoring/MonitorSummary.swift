@@ -118,13 +118,18 @@ public struct MonitorSummary: Sendable {
                     longestTurn, evidence.rawValue))
         }
         lines.append("  reports: \(reportDirectory)")
-        let agentShareBase = max(agentElapsedSeconds, watchedSeconds)
-        lines.append(
-            String(
-                format: "  agent: %d samples, %d with a ptrace stop, CPU %.2f s (%.2f %% of a core), peak RSS %.1f MB",
-                samples, capturesWithStop, agentCPUSeconds,
-                agentShareBase > 0 ? 100 * agentCPUSeconds / agentShareBase : 0, Double(peakResidentBytes) / 1_048_576))
+        lines.append(agentLine(samples: samples, capturesWithStop: capturesWithStop, watchedSeconds: watchedSeconds))
         return lines.joined(separator: "\n")
+    }
+
+    /// The agent's own figures (its CPU and peak RSS are the agent's, whichever process this
+    /// summary is of), with the sample counts given.
+    func agentLine(samples: Int, capturesWithStop: Int, watchedSeconds: Double) -> String {
+        let base = max(agentElapsedSeconds, watchedSeconds)
+        return String(
+            format: "  agent: %d samples, %d with a ptrace stop, CPU %.2f s (%.2f %% of a core), peak RSS %.1f MB",
+            samples, capturesWithStop, agentCPUSeconds, base > 0 ? 100 * agentCPUSeconds / base : 0,
+            Double(peakResidentBytes) / 1_048_576)
     }
 }
 

@@ -603,12 +603,11 @@ public final class StallMonitor {
         // A new name: an exec, or a rename (prctl, a write to /proc/PID/comm), told apart by
         // the maps. A new stack base: an exec, under the same name too (haproxy -W re-executes
         // its master on every reload).
-        if let last = lastComm, last != stat.name {
-            checkIdentity(at: now)
-        } else if let base = stat.startStack, base != 0, let known = programStack, known != base {
+        let base = stat.startStack.flatMap { $0 == 0 ? nil : $0 }
+        if lastComm.map({ $0 != stat.name }) == true || (base != nil && programStack.map({ $0 != base }) == true) {
             checkIdentity(at: now)
         }
-        if let base = stat.startStack, base != 0 { programStack = base }
+        if let base { programStack = base }
         lastComm = stat.name
         let sched = probe.schedstat()
         var activity = classify(state: stat.state, syscall: syscall)
@@ -719,31 +718,24 @@ public final class StallMonitor {
     /// the agent's first look at the program.
     private func parked(in syscall: ProcSyscallInfo?, activity: ThreadActivity) -> Bool {
         defer { lastBlockedCall = syscall }
-        guard activity.isBusy, activity != .ioWait, case .inSyscall(let number, let arguments, let sp, let pc)? = syscall
-        else {
+        guard case .inSyscall(let number, _, let sp, let pc)? = syscall else {
             return parkingWaits.observe(nil, kind: .never, newEntry: true)
         }
         let call = ParkingWaitTracker.Call(number: number, pc: pc, sp: sp)
         return parkingWaits.observe(
-            call, kind: Self.parkingKind(number: number, arguments: arguments, activity: activity),
-            newEntry: lastBlockedCall != syscall)
+            call, kind: Self.parkingKind(number: number, activity: activity), newEntry: lastBlockedCall != syscall)
     }
 
-    /// A mutex (glibc's FUTEX_WAIT with the value 2) and a file lock are never a parking wait:
-    /// a process found deadlocked must be reported. A sleep first seen may be a stall in
-    /// progress; re-entered from one call it is a helper's beat.
-    static func parkingKind(number: Int, arguments: [UInt64], activity: ThreadActivity) -> ParkingWaitTracker.Kind {
+    /// Only a blocked call may be a parking wait: never a lock wait as the classifier tells it
+    /// (a mutex, a PI mutex, a file lock: a process found deadlocked must be reported), never
+    /// disk I/O. A sleep first seen may be a stall in progress; re-entered from one call it is
+    /// a helper's beat.
+    static func parkingKind(number: Int, activity: ThreadActivity) -> ParkingWaitTracker.Kind {
+        guard activity == .blockedCall else { return .never }
         switch number {
-        case 202:  // futex
-            let op = (arguments.count > 1 ? arguments[1] : 0) & 0x7f
-            let value = arguments.count > 2 ? arguments[2] : 0
-            return (op == 0 || op == 9) && value == 2 ? .never : .parkable
+        case 202, 0, 19, 45, 47, 43, 288, 61, 247:  // futex, read, readv, recvfrom, recvmsg, accept, accept4, wait4, waitid
+            return .parkable
         case 35, 230: return .parkableWhenRepeated  // nanosleep, clock_nanosleep
-        case 73: return .never  // flock
-        case 0, 19, 45, 47, 43, 288, 61, 247, 7, 23, 270, 271, 232, 281:
-            // read, readv, recvfrom, recvmsg, accept, accept4, wait4, waitid, and the idle-set
-            // waits a monitor may be told are work
-            return activity == .ioWait ? .never : .parkable
         default: return .never
         }
     }
