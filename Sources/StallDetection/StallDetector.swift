@@ -63,6 +63,8 @@ public struct StallDetector: Sendable {
     /// When the probes last saw the activity change (running to blocked, say): where new work
     /// found by a batch sample most likely began.
     private var lastActivityChange: Double?
+    /// Changes of activity since the last batch sample (see `boundary`).
+    private var activityChangesSinceSample = 0
 
     /// Tolerance for comparing ages and times built by summing intervals.
     private static let epsilon = 1e-9
@@ -102,8 +104,8 @@ public struct StallDetector: Sendable {
         var anchoredSamples = 0
         /// Batch rule: frames seen beneath the held ones during the episode.
         var beneath: Set<StallFrameTracker.Key> = []
-        /// Batch rule: when a held test was first missing from a sample, and the sample before.
-        var testMissed: (at: Double, after: Double?)?
+        /// Batch rule: the sample from which a held test was first missing (set aside).
+        var testMissed: MissedTest?
         /// The sample being recorded is not to be stored (see `testMissed`).
         var setAside = false
         /// Batch rule: the innermost held frame and the different frames it called directly.
@@ -193,7 +195,10 @@ public struct StallDetector: Sendable {
             }
             if episode != nil { account(from: previous, to: observation) }
         }
-        if observation.activity != lastObservation?.activity { lastActivityChange = observation.time }
+        if observation.activity != lastObservation?.activity {
+            lastActivityChange = observation.time
+            activityChangesSinceSample += 1
+        }
         lastObservation = observation
         if loopTurned, observation.activity.isBusy || observation.activity == .stopped {
             events += endEpisode(at: observation.time, ending: .returnedToIdle)
@@ -290,6 +295,8 @@ public struct StallDetector: Sendable {
     /// The batch rule's part of `record` (see the type's comment): updates the held frames of
     /// the open episode and ends it where its work ended.
     private mutating func recordBatch(_ sample: StackSample, previousAttempt: Double?) -> [DetectorEvent] {
+        let changes = activityChangesSinceSample
+        activityChangesSinceSample = 0
         // An interpreted frame (a Python test) is the unit of work: the machine frames above the
         // innermost one are the interpreter executing it (a dict lookup, time.monotonic, the
         // addition), different from sample to sample. Counted as frames of their own, a CPU
@@ -314,10 +321,12 @@ public struct StallDetector: Sendable {
         // Where a test held until now ended: a test may be missing from one sample (a torn
         // interpreter chain, read while the thread moved on, split more-itertools'
         // test_roundtrip in two); missing from two in a row, it ended where first missed.
-        var testEnded: (at: Double, after: Double?)?
+        var testEnded: MissedTest?
         if !testHeld, anchors.contains(where: { Self.isTestFunction($0.function) }) {
             guard let missed = current.testMissed else {
-                episode?.testMissed = (sample.time, previousAttempt)
+                episode?.testMissed = MissedTest(
+                    at: sample.time, after: previousAttempt, changes: changes, lastChange: lastActivityChange,
+                    tests: outside.filter { Self.isTestFunction($0.function) })
                 episode?.setAside = true
                 return []
             }
@@ -372,6 +381,14 @@ public struct StallDetector: Sendable {
                 // slow one after it never joins the held frames, and the runner's frame it
                 // shares with every test is reported for as long as the run goes on).
                 restart = true
+            } else if !anchors.contains(where: { Self.isTestFunction($0.function) }),
+                outside.contains(where: { Self.isTestFunction($0.function) })
+            {
+                // A test began under frames held since before it (unittest's `run` and
+                // `_callTestMethod`, outside the runner frames first learnt): it is timed from
+                // here, not from the fast tests of its class before it (a test_nth_prime
+                // reported 0.3 s long).
+                restart = true
             }
         }
         guard restart else {
@@ -380,23 +397,58 @@ public struct StallDetector: Sendable {
             episode = current
             return []
         }
-        if let testEnded, let last = episode?.lastTime { episode?.lastTime = min(last, testEnded.at) }
-        let seenAt = testEnded?.at ?? sample.time
-        let seenAfter = testEnded.map { $0.after } ?? previousAttempt
-        let events = endEpisode(at: seenAt, ending: .returnedToIdle)
-        // The new work began after the previous sample. When the probes saw the activity change
-        // since then (a test that sleeps or waits after one that ran), it began there; timed from
-        // this sample instead, a slow test lost up to a slow sample interval (a 1.6 s sleep was
-        // reported as 1.40 s).
-        var start = seenAt
-        if let change = lastActivityChange, let seenAfter, change > seenAfter, change < seenAt {
-            start = change
+        // One piece of work ended and the next began between two samples. Dated at the later
+        // sample, both ends were late by up to a slow sample interval, and a test lost that
+        // much at its start (a 3 s test was reported as 2.77 s, a 2.06 s one at --threshold 2s
+        // not at all).
+        let end: Double
+        var start: Double
+        if let testEnded {
+            end = Self.boundary(
+                after: testEnded.after, seenAt: testEnded.at, activityChange: testEnded.lastChange, changes: testEnded.changes)
+            start = end
+            // The sample set aside showed another test: the test seen now began after it, not
+            // where the held one ended (fast tests in between made a test 0.3 s long).
+            let now = outside.filter { Self.isTestFunction($0.function) }
+            if !testEnded.tests.isEmpty, !now.isEmpty, !now.isSubset(of: testEnded.tests) {
+                start = Self.boundary(after: testEnded.at, seenAt: sample.time, activityChange: lastActivityChange, changes: changes)
+            }
+        } else {
+            end = Self.boundary(after: previousAttempt, seenAt: sample.time, activityChange: lastActivityChange, changes: changes)
+            start = end
         }
+        if let open = episode { episode?.lastTime = min(open.lastTime, max(end, open.startTime)) }
+        let events = endEpisode(at: end, ending: .returnedToIdle)
         startEpisode(at: start)
         episode?.lastSampleAttempt = sample.time
         episode?.anchors = outside.subtracting(outer)
         episode?.anchoredSamples = 1
         return events
+    }
+
+    /// Batch rule: a sample from which a held test was missing, set aside until the next one
+    /// says whether the test ended there or the interpreter's chain was read torn.
+    struct MissedTest {
+        var at: Double
+        /// The sample attempt before it, when the test was still held.
+        var after: Double?
+        /// Activity changes the probes saw between the two, and the latest.
+        var changes: Int
+        var lastChange: Double?
+        /// The test functions it showed instead.
+        var tests: Set<StallFrameTracker.Key>
+    }
+
+    /// When work that changed between two samples changed: where the probes saw the thread's
+    /// activity change once in between (a test that sleeps after one that ran), there; otherwise
+    /// the midpoint, which halves the worst error and removes the bias of dating it at the later
+    /// sample (the error of a length is then at most one sample interval, half at each end).
+    /// With several changes the last is not the new work's start (a fast test that slept, then
+    /// the slow one, dated a test 0.3 s early).
+    static func boundary(after: Double?, seenAt: Double, activityChange: Double?, changes: Int) -> Double {
+        guard let after, after < seenAt else { return seenAt }
+        if changes == 1, let change = activityChange, change > after, change < seenAt { return change }
+        return (after + seenAt) / 2
     }
 
     /// The process is known to have exited by itself (an exit status, not a signal): the next

@@ -23,7 +23,9 @@ import Glibc
 
     /// Writes `source` as `file` in a fresh directory, runs pytest on it under the agent and
     /// returns pytest's result and the reports written.
-    func wrappedPytest(_ source: String, file: String) throws -> (result: CommandResult, reports: [Report]) {
+    func wrappedPytest(_ source: String, file: String, pytestOptions: [String] = []) throws -> (
+        result: CommandResult, reports: [Report]
+    ) {
         let work = FileManager.default.temporaryDirectory.appendingPathComponent("pytest-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: work) }
@@ -31,7 +33,7 @@ import Glibc
         try source.write(to: suite, atomically: true, encoding: .utf8)
         let dir = work.appendingPathComponent("reports").path
         let result = try runCommand(
-            agent, ["--report-dir", dir, "--", "/usr/bin/env", "python3", "-m", "pytest", "-q", "-p", "no:cacheprovider", suite.path],
+            agent, ["--report-dir", dir, "--", "/usr/bin/env", "python3", "-m", "pytest", "-q", "-p", "no:cacheprovider"] + pytestOptions + [suite.path],
             timeout: 180)
         return (result, try reports(in: dir))
     }
@@ -141,9 +143,11 @@ import Glibc
         """
 
     /// The shapes real suites have (issue 25): a test looping over a helper of its own, a test
-    /// joining a thread, a unittest case made of subTests, a fast test.
+    /// joining a thread, a unittest case made of subTests, hypothesis tests (each example is a
+    /// call of the test function: sleeping, and on the CPU), a fast test.
     static let shapesSuite = """
         import threading, time, unittest
+        from hypothesis import HealthCheck, given, settings, strategies as st
 
         def helper(n):
             total = 0
@@ -167,6 +171,16 @@ import Glibc
         def test_fast():
             time.sleep(0.2)
 
+        @settings(max_examples=30, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+        @given(st.integers())
+        def test_property(n):
+            time.sleep(0.05)
+
+        @settings(max_examples=120, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+        @given(st.lists(st.integers()))
+        def test_property_cpu(xs):
+            helper(80000)
+
         class SubTests(unittest.TestCase):
             def test_sub(self):
                 for i in range(4):
@@ -174,23 +188,27 @@ import Glibc
                         time.sleep(0.5)
         """
 
-    /// Each slow test of `shapesSuite` is one report of its length, named by the test (and the
-    /// helper it spent its time in), the join `blocked`; the fast test none.
+    /// Each slow test of `shapesSuite` is one report of its length (±10 % of pytest's own
+    /// `--durations`), named by the test (and the helper it spent its time in), the join
+    /// `blocked`; the fast test none.
     @Test func eachSlowTestShapeIsOneStallOfItsLength() throws {
-        let probe = try runCommand(URL(fileURLWithPath: "/usr/bin/env"), ["python3", "-c", "import pytest"], timeout: 60)
-        guard probe.status == 0 else { try Test.cancel("pytest is not importable by python3 (scripts/setup installs it)") }
-        let (result, written) = try wrappedPytest(Self.shapesSuite, file: "test_shapes.py")
+        let probe = try runCommand(URL(fileURLWithPath: "/usr/bin/env"), ["python3", "-c", "import pytest, hypothesis"], timeout: 60)
+        guard probe.status == 0 else {
+            try Test.cancel("pytest or hypothesis is not importable by python3 (scripts/setup installs them)")
+        }
+        let (result, written) = try wrappedPytest(Self.shapesSuite, file: "test_shapes.py", pytestOptions: ["--durations=0"])
         #expect(result.status == 0, "\(result.stdout)\n\(result.stderr)")
+        let durations = Self.durations(result.stdout)
         let all = "\(written.map { ($0.reason, $0.duration, $0.functions.prefix(8)) })"
-        #expect(written.count == 3, "\(all)")
-        // ±15 %: a test's ends are found by samples 50 ms apart, on a loaded 2-core runner.
-        for (test, reasons, seconds) in [
-            ("test_loop_over_helper", ["hang", "starved"], 3.0), ("test_join", ["blocked"], 2.0),
-            ("SubTests.test_sub", ["blocked"], 2.0),
+        #expect(written.count == 5, "\(all)")
+        for (test, reasons) in [
+            ("test_loop_over_helper", ["hang", "starved"]), ("test_join", ["blocked"]), ("SubTests.test_sub", ["blocked"]),
+            ("test_property", ["blocked"]), ("test_property_cpu", ["hang", "starved"]),
         ] {
+            let seconds = try #require(durations[String(test.split(separator: ".").last!)], "\(test): \(result.stdout)")
             let named = written.filter { $0.functions.contains(test) }
             #expect(named.count == 1, "\(test): \(named.count) reports: \(all)")
-            #expect(named.allSatisfy { abs($0.duration - seconds) <= seconds * 0.15 }, "\(test): \(named.map(\.duration)) s")
+            #expect(named.allSatisfy { abs($0.duration - seconds) <= seconds * 0.10 }, "\(test): \(named.map(\.duration)) s, pytest \(seconds) s")
             #expect(named.allSatisfy { reasons.contains($0.reason) }, "\(test): \(named.map(\.reason))")
         }
         let lines = summaries(result.stderr)
@@ -199,14 +217,27 @@ import Glibc
         #expect(!written.contains { $0.functions.contains("test_fast") }, "\(all)")
     }
 
+    /// pytest's `--durations` lines ("2.86s call     tests/test_x.py::Case::test_y") as test → seconds.
+    static func durations(_ stdout: String) -> [String: Double] {
+        var found: [String: Double] = [:]
+        for line in stdout.split(separator: "\n") {
+            let words = line.split(separator: " ", omittingEmptySubsequences: true)
+            guard words.count == 3, words[1] == "call", words[0].hasSuffix("s"), let seconds = Double(words[0].dropLast()),
+                let name = words[2].split(separator: ":").last
+            else { continue }
+            found[String(name)] = seconds
+        }
+        return found
+    }
+
     static let moreItertools = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent(".build/suites/more_itertools-11.2.1")
 
     /// A real third-party suite (more-itertools 11.2.1's recipe tests, from its sdist; scripts/
     /// setup fetches it), wrapped as a CI job would: the same exit status and pass count as
     /// unwrapped, and, at `--threshold 2s`, every test pytest's own `--durations` puts over the
-    /// threshold (by more than a tenth) has exactly one report naming it, and none under half
-    /// of it has any.
+    /// threshold (by more than a tenth) has exactly one report naming it, of its length (±10 %),
+    /// and none under 80 % of it has any.
     @Test func aRealSuiteGetsOneReportPerTestOverTheThreshold() throws {
         let tests = Self.moreItertools.appendingPathComponent("tests/test_recipes.py").path
         guard FileManager.default.fileExists(atPath: tests) else {
@@ -225,24 +256,20 @@ import Glibc
         }
         #expect(wrapped.status == bare.status, "\(wrapped.stderr)")
         #expect(passed(wrapped.stdout) != nil && passed(wrapped.stdout) == passed(bare.stdout), "\(wrapped.stdout)")
-        // "2.86s call     tests/test_recipes.py::PrimeFunctionTests::test_nth_prime_approximate"
-        let durations: [(test: String, seconds: Double)] = wrapped.stdout.split(separator: "\n").compactMap { line in
-            let words = line.split(separator: " ", omittingEmptySubsequences: true)
-            guard words.count == 3, words[1] == "call", words[0].hasSuffix("s"), let seconds = Double(words[0].dropLast()),
-                let name = words[2].split(separator: ":").last
-            else { return nil }
-            return (String(name), seconds)
-        }
+        let durations = Self.durations(wrapped.stdout).map { (test: $0.key, seconds: $0.value) }
         #expect(!durations.isEmpty, "\(wrapped.stdout)")
         let written = try reports(in: dir)
         let all = "\(written.map { ($0.reason, $0.duration, $0.functions.prefix(12)) })"
         for (test, seconds) in durations {
             let named = written.filter { $0.functions.contains { $0 == test || $0.hasSuffix("." + test) } }
-            if seconds > 2.2 { #expect(named.count == 1, "\(test) (\(seconds) s): \(named.count) reports: \(all)") }
-            // Not asserted: that no test under the threshold is reported. Beside two other test
-            // lanes, test_large (1.67 s in pytest) was reported as 2.44 s: a stall's length can
-            // still run past its test's by a good part of a second under load (issue 25, open).
-            if seconds < 1.0 { #expect(named.isEmpty, "\(test) (\(seconds) s) was reported: \(all)") }
+            if seconds > 2.2 {
+                #expect(named.count == 1, "\(test) (\(seconds) s): \(named.count) reports: \(all)")
+                #expect(named.allSatisfy { abs($0.duration - seconds) <= seconds * 0.10 }, "\(test) (\(seconds) s): \(all)")
+            }
+            // Beside two CPU hogs, a 1.78 s test was not reported and the lengths were within
+            // 2 % of pytest's; before tests were dated between samples, a 1.67 s one was
+            // reported as 2.44 s beside two other test lanes.
+            if seconds < 1.6 { #expect(named.isEmpty, "\(test) (\(seconds) s) was reported: \(all)") }
         }
         #expect(durations.contains { $0.seconds > 2.2 }, "no test over the threshold: \(wrapped.stdout)")
     }
