@@ -32,8 +32,11 @@ struct Bench: ParsableCommand {
     @Flag(help: "Only the wrapper figures (issue 13: `stallagent -- COMMAND` against COMMAND alone).")
     var wrapperOnly = false
 
-    @Flag(help: "Only the scale figures (issue 23: a family of 1-200 idle processes, PostgreSQL with 150 connections, attach latency).")
+    @Flag(help: "Only the scale figures (issue 23: a family of 1-200 idle processes, PostgreSQL with 150 connections idle and 50 busy, attach latency).")
     var scaleOnly = false
+
+    @Flag(help: "Only the busy-family figure (issue 23: PostgreSQL under pgbench, one pg_sleep(2) to report).")
+    var busyFamilyOnly = false
 
     @Flag(help: "Only the dump-vs-eu-stack and watch-RSS figures against Debian's Python, Redis, PostgreSQL, Node.js.")
     var dumpOnly = false
@@ -64,6 +67,10 @@ struct Bench: ParsableCommand {
             }
             if wrapperOnly {
                 try WrapperBenchmark(agentBinary: agentBinary).run(quick: quick)
+                return
+            }
+            if busyFamilyOnly {
+                try ScaleBenchmark(fixtures: fixturesURL, agentBinary: agentBinary).runBusyFamily(quick: quick)
                 return
             }
             if scaleOnly {

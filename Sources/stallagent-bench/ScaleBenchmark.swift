@@ -118,6 +118,7 @@ struct ScaleBenchmark {
         }
         try postgresRun(connections: 150, window: window)
         log("  goals: 200 idle processes ≤ 1 % of a core and ≤ 60 MB; PostgreSQL with 150 idle connections the same")
+        try runBusyFamily(quick: quick)
         try attachLatency(forks: quick ? 16 : 40)
     }
 
@@ -235,6 +236,91 @@ struct ScaleBenchmark {
             "  " + "\(label) (\(children + 1) processes)".padding(toLength: 46, withPad: " ", startingAt: 0)
                 + String(format: "  %6.2f %%   %6.1f MB", share * 100, Double(peak) / 1e6)
                 + (stalls > 0 ? "   \(stalls) stall line(s): false alarms" : ""))
+    }
+
+    func runBusyFamily(quick: Bool) throws {
+        try busyPostgresRun(clients: 50, seconds: quick ? 10 : 20)
+    }
+
+    /// A healthy busy family: PostgreSQL under `pgbench -S -c clients` (read-only, every
+    /// backend connecting during the watch), watched from its postmaster; halfway through, one
+    /// more client runs `pg_sleep(2)`, the one stall there is to report.
+    private func busyPostgresRun(clients: Int, seconds: Int) throws {
+        let label = "PostgreSQL under pgbench -S -c \(clients)"
+        log("A busy family (agent CPU over the load, stalls reported; goal ≤ 3 % of a core, one stall: the pg_sleep(2), blocked, ±20 ms)")
+        guard let version = (try? FileManager.default.contentsOfDirectory(atPath: "/usr/lib/postgresql"))?.sorted().last else {
+            log("  \(label): PostgreSQL not installed, skipped")
+            return
+        }
+        let bin = "/usr/lib/postgresql/\(version)/bin"
+        guard FileManager.default.isExecutableFile(atPath: bin + "/pgbench") else {
+            log("  \(label): pgbench not installed, skipped")
+            return
+        }
+        guard let server = try DumpBenchmark.postgresTarget(bin + "/postgres", settings: ["max_connections=\(clients + 20)"]) else {
+            log("  \(label): initdb failed, skipped")
+            return
+        }
+        defer { server.stop() }
+        let socket = DumpBenchmark.postgresSocketDirectory
+        guard DumpBenchmark.waitUntilIdle(server.pid) else {
+            log("  \(label): the postmaster never got idle, skipped")
+            return
+        }
+        let connection = ["-h", socket, "-p", "16432", "-U", "postgres"]
+        guard let initialised = DumpBenchmark.run([bin + "/pgbench", "-i", "-q", "-s", "1"] + connection + ["postgres"]),
+            initialised.status == 0
+        else {
+            log("  \(label): pgbench -i failed, skipped")
+            return
+        }
+        let children =
+            ((try? ProcFS.readText("/proc/\(server.pid)/task/\(server.pid)/children", pid: server.pid)) ?? "")
+            .split(separator: " ").count
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let agent = try Agent(
+            agentBinary, ["--pid", "\(server.pid)", "--follow-children", "--report-dir", directory + "/reports"], directory: directory)
+        defer { agent.stop() }
+        guard Self.waitForWatching(agent, count: children + 1, timeout: 60) else {
+            log("  \(label): not all \(children + 1) processes attached within 60 s, skipped")
+            return
+        }
+        usleep(1_000_000)
+        let null = open("/dev/null", O_RDWR | O_CLOEXEC)
+        defer { close(null) }
+        let start = MonotonicTime.seconds()
+        let before = agent.cpuSeconds
+        let load = try ChildProcess.spawn(
+            bin + "/pgbench", ["-S", "-n", "-c", "\(clients)", "-j", "2", "-T", "\(seconds)"] + connection + ["postgres"],
+            stdin: null, stdout: null, stderr: null)
+        usleep(UInt32(seconds) * 200_000)
+        // A session that has waited for its client first (its backend's home wait is known)
+        // and stays connected after, as an application's pooled connection does: a backend
+        // that sleeps before it ever waited for a query looks parked, not stalled, and one
+        // that exits right after is gone before a probe sees it back in its wait (its
+        // postmaster reaps it at once), so its stall ends as a death.
+        let psql = ([bin + "/psql"] + connection + ["-q", "postgres"]).joined(separator: " ")
+        let sleeper = try ChildProcess.spawn(
+            "/bin/sh", ["-c", "(echo 'select 1;'; sleep 1.5; echo 'select pg_sleep(2);'; sleep 3) | \(psql)"], stdin: null, stdout: null,
+            stderr: null)
+        var status: Int32 = 0
+        waitpid(sleeper.pid, &status, 0)
+        waitpid(load.pid, &status, 0)
+        let share = (agent.cpuSeconds - before) / (MonotonicTime.seconds() - start)
+        usleep(500_000)
+        _ = agent.newLines()
+        // "stall #1 0xbaadca11 blocked 2.00 s in pg_sleep (postgres[123], loop) → …"
+        let ended = agent.text.split(separator: "\n").filter { $0.hasPrefix("stall #") }
+        let described = ended.map { line -> String in
+            let words = line.split(separator: " ")
+            return words.count > 5 ? "\(words[3]) \(words[4]) s" : String(line)
+        }
+        log(
+            "  " + label.padding(toLength: 46, withPad: " ", startingAt: 0)
+                + String(format: "  %6.2f %%   %6.1f MB   ", share * 100, Double(agent.peakRSSBytes) / 1e6)
+                + "\(ended.count) stall(s)\(described.isEmpty ? "" : ": " + described.joined(separator: ", "))")
+        for line in ended { log("    \(line)") }
     }
 
     /// From a fork (the spawner's clock, just before it) to the agent's "watching" line for the

@@ -138,5 +138,9 @@ import Testing
         #expect(entries[1].contains(0x55fbfde2c000) && !entries[1].contains(0x55fbfdf00000))
         let escaped = MemoryMapEntry.parse("7f00-7f01 r-xp 00000000 fe:01 7   /tmp/a\\012b")
         #expect(escaped?.path == "/tmp/a\nb")
+        #expect(entries[0].device == "fe:01" && entries[0].inode == 1234 && entries[0].start == 0x55fb_fde0_0000)
+        // Parsed as bytes: a number too long for 64 bits is no entry, not a trap.
+        #expect(MemoryMapEntry.parse("1ffffffffffffffff-2 r-xp 00000000 fe:01 7 /x") == nil)
+        #expect(MemoryMapEntry.parse("7f00-7f01 r-xp 00000000 fe:01 99999999999999999999 /x") == nil)
     }
 }
