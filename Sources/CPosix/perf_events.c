@@ -63,6 +63,8 @@ int sa_perf_tracepoint_counter(uint64_t config, pid_t tid, int group_fd) {
 
 // ---- the loop waker (perf_waker.h) ---------------------------------------------------
 
+static void ring_copy(const uint8_t *data, uint64_t size, uint64_t at, void *out, size_t n);
+
 // The waker's records are never read, only their arrival matters: the smallest ring.
 static size_t waker_ring_bytes(void) { return 2 * (size_t)sysconf(_SC_PAGESIZE); }
 
@@ -71,6 +73,10 @@ int sa_perf_waker_open(uint64_t config, pid_t tid, void **ring) {
   tracepoint_attr(&attr, config);
   attr.sample_period = 1;
   attr.sample_type = PERF_SAMPLE_TIME;
+  // The first record's time is when the thread left its wait, on the agent's clock: a stall
+  // that begins then is dated from it, not from when a loaded agent got round to probing.
+  attr.use_clockid = 1;
+  attr.clockid = CLOCK_MONOTONIC;
   attr.wakeup_events = 1;
   attr.disabled = 1;
   size_t bytes;
@@ -89,6 +95,26 @@ int sa_perf_waker_arm(int fd, void *ring) {
 }
 
 int sa_perf_waker_disarm(int fd) { return ioctl(fd, PERF_EVENT_IOC_DISABLE, 0); }
+
+int sa_perf_waker_first_exit(const void *ring, uint64_t *time_ns) {
+  const struct perf_event_mmap_page *meta = ring;
+  size_t page = (size_t)sysconf(_SC_PAGESIZE);
+  const uint8_t *data = (const uint8_t *)ring + page;
+  uint64_t size = waker_ring_bytes() - page;
+  uint64_t head = __atomic_load_n(&meta->data_head, __ATOMIC_ACQUIRE);
+  uint64_t tail = meta->data_tail;
+  while (tail + sizeof(struct perf_event_header) <= head) {
+    struct perf_event_header header;
+    ring_copy(data, size, tail, &header, sizeof header);
+    if (header.size < sizeof header) return -1;
+    if (header.type == PERF_RECORD_SAMPLE && header.size >= sizeof header + sizeof(uint64_t)) {
+      ring_copy(data, size, tail + sizeof header, time_ns, sizeof *time_ns);
+      return 0;
+    }
+    tail += header.size;
+  }
+  return -1;
+}
 
 void sa_perf_waker_close(int fd, void *ring) { close_mapped(fd, ring, waker_ring_bytes()); }
 

@@ -325,9 +325,22 @@ public final class StallMonitor {
             lastTurnCount = count
         }
         let wasNested = inNestedWait
+        let (cpuBefore, runQueueBefore) = (lastCPUNanos, lastRunQueueNanos)
         var observation = observe(at: now, turned: turned)
         if let reader = loopProbe, let state = reader.read() {
             observation = applyLoopProbe(state, to: observation)
+        }
+        // Woken from its wait and busy now: the work began when the kernel saw it leave the
+        // wait, not at this probe, which a loaded agent makes late (a 2 s pg_sleep in a backend
+        // of PostgreSQL under pgbench was reported as 1.86 s).
+        if let left = leftWaitAt.take(), observation.activity.isBusy, !detector.isInEpisode,
+            let last = lastObservation, last.activity == .idle, left > last.time, left < observation.time
+        {
+            handle(
+                detector.observe(
+                    ThreadObservation(time: left, activity: observation.activity, cpuNanos: cpuBefore, runQueueNanos: runQueueBefore)))
+            stateSeconds[.idle, default: 0] += left - last.time
+            lastObservation = (left, observation.activity)
         }
         // Entries into a nested wait (pg_sleep's WaitLatch) move the counter too: they are not
         // turns of the loop.
@@ -805,7 +818,13 @@ public final class StallMonitor {
     }
 
     /// Disarms what `armWakeUp` armed; the next step probes as usual.
-    public func disarmWakeUp() { waker?.disarm() }
+    public func disarmWakeUp() {
+        leftWaitAt = waker?.firstExit()
+        waker?.disarm()
+    }
+
+    /// When the kernel saw the thread leave its wait while the agent slept (see `step`).
+    private var leftWaitAt: Double?
 
     private func waitSiteVerdictUncached(_ syscall: ProcSyscallInfo, turned: Bool) -> HomeWaitTracker.Verdict? {
         guard let number = syscall.syscallNumber, classifier.idleSyscalls.contains(number),

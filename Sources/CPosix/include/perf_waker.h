@@ -13,6 +13,9 @@ int sa_perf_waker_open(uint64_t config, pid_t tid, void **ring);
 int sa_perf_waker_arm(int fd, void *ring);
 /// Disables the event. 0, or -1 with errno.
 int sa_perf_waker_disarm(int fd);
+/// The CLOCK_MONOTONIC time of the first system-call exit recorded since the last arm (the
+/// thread leaving its wait). 0, or -1 when none is recorded.
+int sa_perf_waker_first_exit(const void *ring, uint64_t *time_ns);
 void sa_perf_waker_close(int fd, void *ring);
 
 #endif

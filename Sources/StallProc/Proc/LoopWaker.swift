@@ -39,6 +39,14 @@ public final class LoopWaker {
         return armed
     }
 
+    /// When the thread left its wait (monotonic seconds), if it did since the last `arm`.
+    public func firstExit() -> Double? {
+        guard let ring else { return nil }
+        var nanos: UInt64 = 0
+        guard sa_perf_waker_first_exit(ring, &nanos) == 0, nanos > 0 else { return nil }
+        return Double(nanos) / 1e9
+    }
+
     public func disarm() {
         if armed { _ = sa_perf_waker_disarm(fd) }
         armed = false
