@@ -187,6 +187,7 @@ public struct StallDetector: Sendable {
     /// `loopTurned`: the loop entered its wait at least once since the previous probe.
     public mutating func observe(_ observation: ThreadObservation, loopTurned: Bool = false) -> [DetectorEvent] {
         var events: [DetectorEvent] = []
+        let previousTime = lastObservation?.time
         if let previous = lastObservation {
             guard observation.time >= previous.time else { return [] }
             let ends = loopTurned || observation.activity == .idle || observation.activity == .gone
@@ -207,6 +208,12 @@ public struct StallDetector: Sendable {
         }
         switch observation.activity {
         case .gone:
+            // It ended between the last probe that saw it and this one: on a loaded host the
+            // two can be a good part of a second apart, all of which was counted to the stall
+            // (a script's 1.6 s sleep before its exit measured 1.84 s and more).
+            if let seen = previousTime, let open = episode, exitedNormally || configuration.batchThreshold != nil {
+                episode?.lastTime = max(open.startTime, min(open.lastTime, (seen + observation.time) / 2))
+            }
             events += endEpisode(at: observation.time, ending: goneEnding)
             forgetTarget()
         case .idle:
@@ -401,6 +408,8 @@ public struct StallDetector: Sendable {
         // sample, both ends were late by up to a slow sample interval, and a test lost that
         // much at its start (a 3 s test was reported as 2.77 s, a 2.06 s one at --threshold 2s
         // not at all).
+        let waiting =
+            [.blockedCall, .lockWait, .ioWait].contains(sample.activity) && lastObservation?.activity == sample.activity
         let end: Double
         var start: Double
         if let testEnded {
@@ -411,10 +420,12 @@ public struct StallDetector: Sendable {
             // where the held one ended (fast tests in between made a test 0.3 s long).
             let now = outside.filter { Self.isTestFunction($0.function) }
             if !testEnded.tests.isEmpty, !now.isEmpty, !now.isSubset(of: testEnded.tests) {
-                start = Self.boundary(after: testEnded.at, seenAt: sample.time, activityChange: lastActivityChange, changes: changes)
+                start = Self.boundary(
+                    after: testEnded.at, seenAt: sample.time, activityChange: lastActivityChange, changes: changes, waiting: waiting)
             }
         } else {
-            end = Self.boundary(after: previousAttempt, seenAt: sample.time, activityChange: lastActivityChange, changes: changes)
+            end = Self.boundary(
+                after: previousAttempt, seenAt: sample.time, activityChange: lastActivityChange, changes: changes, waiting: waiting)
             start = end
         }
         if let open = episode { episode?.lastTime = min(open.lastTime, max(end, open.startTime)) }
@@ -445,9 +456,14 @@ public struct StallDetector: Sendable {
     /// sample (the error of a length is then at most one sample interval, half at each end).
     /// With several changes the last is not the new work's start (a fast test that slept, then
     /// the slow one, dated a test 0.3 s early).
-    static func boundary(after: Double?, seenAt: Double, activityChange: Double?, changes: Int) -> Double {
+    /// `waiting`: the new work is seen in a wait the thread has been in since `activityChange`
+    /// (its activity then and now is the same blocked, lock or I/O wait). It began no later
+    /// than that change, however many came before it: a script's 1.6 s sleep after a CPU
+    /// warm-up, with probes that saw the thread stopped by the samples in between, was dated
+    /// from the midpoint of a long gap between samples on a loaded host (1.84 s).
+    static func boundary(after: Double?, seenAt: Double, activityChange: Double?, changes: Int, waiting: Bool = false) -> Double {
         guard let after, after < seenAt else { return seenAt }
-        if changes == 1, let change = activityChange, change > after, change < seenAt { return change }
+        if changes == 1 || waiting, let change = activityChange, change > after, change < seenAt { return change }
         return (after + seenAt) / 2
     }
 

@@ -273,6 +273,8 @@ struct BatchRuleDetectionTests {
         // Two changes (a fast test that slept, then the slow one that runs): which one began
         // the new work is unknown.
         #expect(StallDetector.boundary(after: 1.0, seenAt: 1.25, activityChange: 1.1, changes: 2) == 1.125)
+        // Seen in the wait it entered at the last change: it began there, whatever came before.
+        #expect(StallDetector.boundary(after: 1.0, seenAt: 1.25, activityChange: 1.1, changes: 3, waiting: true) == 1.1)
         #expect(StallDetector.boundary(after: 1.0, seenAt: 1.25, activityChange: 0.9, changes: 1) == 1.125)
         #expect(StallDetector.boundary(after: nil, seenAt: 1.25, activityChange: 1.1, changes: 1) == 1.25)
     }
