@@ -175,21 +175,9 @@ struct ScaleBenchmark {
     /// on a pipe), watched from its postmaster.
     private func postgresRun(connections: Int, window: Double) throws {
         let label = "PostgreSQL, \(connections) idle connections"
-        guard let version = (try? FileManager.default.contentsOfDirectory(atPath: "/usr/lib/postgresql"))?.sorted().last else {
-            log("  \(label): PostgreSQL not installed, skipped")
-            return
-        }
-        let bin = "/usr/lib/postgresql/\(version)/bin"
-        guard let server = try DumpBenchmark.postgresTarget(bin + "/postgres", settings: ["max_connections=\(connections + 20)"]) else {
-            log("  \(label): initdb failed, skipped")
-            return
-        }
+        guard let (server, bin) = try startPostgres(label: label, connections: connections) else { return }
         defer { server.stop() }
         let socket = DumpBenchmark.postgresSocketDirectory
-        guard DumpBenchmark.waitUntilIdle(server.pid) else {
-            log("  \(label): the postmaster never got idle, skipped")
-            return
-        }
         // Each client holds its connection open while it waits for input that never comes.
         var pipeFDs: [Int32] = [0, 0]
         guard pipe(&pipeFDs) == 0 else { return }
@@ -242,31 +230,40 @@ struct ScaleBenchmark {
         try busyPostgresRun(clients: 50, seconds: quick ? 10 : 20)
     }
 
+    /// Debian's newest PostgreSQL started for `connections` clients and idle, with its bin
+    /// directory; nil (said, under `label`) when it or `needs` is not installed or it never
+    /// got idle.
+    private func startPostgres(label: String, connections: Int, needs: String = "postgres") throws -> (DumpBenchmark.Target, String)? {
+        guard let version = (try? FileManager.default.contentsOfDirectory(atPath: "/usr/lib/postgresql"))?.sorted().last else {
+            log("  \(label): PostgreSQL not installed, skipped")
+            return nil
+        }
+        let bin = "/usr/lib/postgresql/\(version)/bin"
+        guard FileManager.default.isExecutableFile(atPath: bin + "/" + needs) else {
+            log("  \(label): \(needs) not installed, skipped")
+            return nil
+        }
+        guard let server = try DumpBenchmark.postgresTarget(bin + "/postgres", settings: ["max_connections=\(connections + 20)"]) else {
+            log("  \(label): initdb failed, skipped")
+            return nil
+        }
+        guard DumpBenchmark.waitUntilIdle(server.pid) else {
+            server.stop()
+            log("  \(label): the postmaster never got idle, skipped")
+            return nil
+        }
+        return (server, bin)
+    }
+
     /// A healthy busy family: PostgreSQL under `pgbench -S -c clients` (read-only, every
     /// backend connecting during the watch), watched from its postmaster; halfway through, one
     /// more client runs `pg_sleep(2)`, the one stall there is to report.
     private func busyPostgresRun(clients: Int, seconds: Int) throws {
         let label = "PostgreSQL under pgbench -S -c \(clients)"
         log("A busy family (agent CPU over the load, stalls reported; goal ≤ 3 % of a core, one stall: the pg_sleep(2), blocked, ±20 ms)")
-        guard let version = (try? FileManager.default.contentsOfDirectory(atPath: "/usr/lib/postgresql"))?.sorted().last else {
-            log("  \(label): PostgreSQL not installed, skipped")
-            return
-        }
-        let bin = "/usr/lib/postgresql/\(version)/bin"
-        guard FileManager.default.isExecutableFile(atPath: bin + "/pgbench") else {
-            log("  \(label): pgbench not installed, skipped")
-            return
-        }
-        guard let server = try DumpBenchmark.postgresTarget(bin + "/postgres", settings: ["max_connections=\(clients + 20)"]) else {
-            log("  \(label): initdb failed, skipped")
-            return
-        }
+        guard let (server, bin) = try startPostgres(label: label, connections: clients, needs: "pgbench") else { return }
         defer { server.stop() }
         let socket = DumpBenchmark.postgresSocketDirectory
-        guard DumpBenchmark.waitUntilIdle(server.pid) else {
-            log("  \(label): the postmaster never got idle, skipped")
-            return
-        }
         let connection = ["-h", socket, "-p", "16432", "-U", "postgres"]
         guard let initialised = DumpBenchmark.run([bin + "/pgbench", "-i", "-q", "-s", "1"] + connection + ["postgres"]),
             initialised.status == 0
