@@ -402,10 +402,16 @@ public final class StallMonitor {
         return true
     }
 
-    /// A new name or stack base in stat since the last look (an exec or a rename). The probe
-    /// path reads stat too, and takes the same two as it goes.
+    /// A new name or stack base in a fresh stat since the last look (see `identityMoved(in:)`).
     private func statSaysIdentityMoved() -> Bool {
-        guard let stat = probe.stat() else { return false }
+        probe.stat().map(identityMoved(in:)) ?? false
+    }
+
+    /// Takes `stat`'s name and stack base and says whether either moved since the last stat
+    /// read: a new name is an exec or a rename (prctl, a write to /proc/PID/comm), told apart
+    /// by the maps; a new stack base an exec, under the same name too (haproxy -W re-executes
+    /// its master on every reload).
+    private func identityMoved(in stat: ProcThreadStat) -> Bool {
         let base = stat.startStack.flatMap { $0 == 0 ? nil : $0 }
         let moved = lastComm.map { $0 != stat.name } == true || (base != nil && programStack.map { $0 != base } == true)
         if let base { programStack = base }
@@ -632,15 +638,7 @@ public final class StallMonitor {
         if stat.state == "Z" || stat.state == "X", let code = stat.exitCode, code & 0x7f == 0 {
             detector.noteExit()
         }
-        // A new name: an exec, or a rename (prctl, a write to /proc/PID/comm), told apart by
-        // the maps. A new stack base: an exec, under the same name too (haproxy -W re-executes
-        // its master on every reload).
-        let base = stat.startStack.flatMap { $0 == 0 ? nil : $0 }
-        if lastComm.map({ $0 != stat.name }) == true || (base != nil && programStack.map({ $0 != base }) == true) {
-            checkIdentity(at: now)
-        }
-        if let base { programStack = base }
-        lastComm = stat.name
+        if identityMoved(in: stat) { checkIdentity(at: now) }
         let sched = probe.schedstat()
         var activity = classify(state: stat.state, syscall: syscall)
         var parkedIn: ProcSyscallInfo?

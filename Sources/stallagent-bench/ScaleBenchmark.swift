@@ -203,21 +203,14 @@ struct ScaleBenchmark {
         let deadline = MonotonicTime.seconds() + 60
         var children = 0
         while MonotonicTime.seconds() < deadline {
-            children =
-                ((try? ProcFS.readText("/proc/\(server.pid)/task/\(server.pid)/children", pid: server.pid)) ?? "")
-                .split(separator: " ").count
+            children = Self.childCount(of: server.pid)
             if children >= connections + 4 { break }
             usleep(50_000)
         }
         let directory = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        let agent = try Agent(
-            agentBinary, ["--pid", "\(server.pid)", "--follow-children", "--report-dir", directory + "/reports"], directory: directory)
+        guard let agent = try watchFamily(of: server.pid, processes: children + 1, label: label, directory: directory) else { return }
         defer { agent.stop() }
-        guard Self.waitForWatching(agent, count: children + 1, timeout: 60) else {
-            log("  \(label): not all \(children + 1) processes attached within 60 s, skipped")
-            return
-        }
         let (share, peak) = Self.measure(agent, window: window)
         let stalls = agent.text.components(separatedBy: " detected: ").count - 1
         log(
@@ -228,6 +221,24 @@ struct ScaleBenchmark {
 
     func runBusyFamily(quick: Bool) throws {
         try busyPostgresRun(clients: 50, seconds: quick ? 10 : 20)
+    }
+
+    /// The processes `pid`'s main thread forked that are still there.
+    static func childCount(of pid: Int32) -> Int {
+        ((try? ProcFS.readText("/proc/\(pid)/task/\(pid)/children", pid: pid)) ?? "").split(separator: " ").count
+    }
+
+    /// An agent watching `pid` and its children (`--follow-children`), once it watches all
+    /// `processes`; nil (said, under `label`) when they are not all attached within 60 s.
+    private func watchFamily(of pid: Int32, processes: Int, label: String, directory: String) throws -> Agent? {
+        let agent = try Agent(
+            agentBinary, ["--pid", "\(pid)", "--follow-children", "--report-dir", directory + "/reports"], directory: directory)
+        guard Self.waitForWatching(agent, count: processes, timeout: 60) else {
+            agent.stop()
+            log("  \(label): not all \(processes) processes attached within 60 s, skipped")
+            return nil
+        }
+        return agent
     }
 
     /// Debian's newest PostgreSQL started for `connections` clients and idle, with its bin
@@ -271,18 +282,11 @@ struct ScaleBenchmark {
             log("  \(label): pgbench -i failed, skipped")
             return
         }
-        let children =
-            ((try? ProcFS.readText("/proc/\(server.pid)/task/\(server.pid)/children", pid: server.pid)) ?? "")
-            .split(separator: " ").count
+        let children = Self.childCount(of: server.pid)
         let directory = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        let agent = try Agent(
-            agentBinary, ["--pid", "\(server.pid)", "--follow-children", "--report-dir", directory + "/reports"], directory: directory)
+        guard let agent = try watchFamily(of: server.pid, processes: children + 1, label: label, directory: directory) else { return }
         defer { agent.stop() }
-        guard Self.waitForWatching(agent, count: children + 1, timeout: 60) else {
-            log("  \(label): not all \(children + 1) processes attached within 60 s, skipped")
-            return
-        }
         usleep(1_000_000)
         let null = open("/dev/null", O_RDWR | O_CLOEXEC)
         defer { close(null) }
