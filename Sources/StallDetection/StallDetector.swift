@@ -65,6 +65,9 @@ public struct StallDetector: Sendable {
     private var lastActivityChange: Double?
     /// Changes of activity since the last batch sample (see `boundary`).
     private var activityChangesSinceSample = 0
+    /// The probe the latest batch sample followed: its schedstat counters bound when a wait
+    /// seen by the next sample began (`waitBegan`).
+    private var observationAtBatchSample: ThreadObservation?
 
     /// Tolerance for comparing ages and times built by summing intervals.
     private static let epsilon = 1e-9
@@ -304,13 +307,24 @@ public struct StallDetector: Sendable {
     private mutating func recordBatch(_ sample: StackSample, previousAttempt: Double?) -> [DetectorEvent] {
         let changes = activityChangesSinceSample
         activityChangesSinceSample = 0
+        let observationBefore = observationAtBatchSample
+        observationAtBatchSample = lastObservation
         // An interpreted frame (a Python test) is the unit of work: the machine frames above the
         // innermost one are the interpreter executing it (a dict lookup, time.monotonic, the
         // addition), different from sample to sample. Counted as frames of their own, a CPU
         // loop's helpers held for two samples restarted the episode mid-test (two reports for
         // one test), and six of them made the test a dispatcher, a runner frame, mid-stall.
         let firstInterpreted = sample.frames.firstIndex(where: \.isInterpreted) ?? 0
-        let keys = sample.frames[firstInterpreted...].map(StallFrameTracker.Key.init)
+        // A script's module body that calls a function is its harness, as `main` is a C
+        // program's: held across a CPU warm-up and the sleep after it, it made the two one
+        // stall (1.9 s for a 1.6 s sleep when no sample happened to fall in the warm-up
+        // twice). Work at module level itself is still the module's.
+        let positions = sample.frames.indices.filter { position in
+            let frame = sample.frames[position]
+            return position == firstInterpreted
+                || (position > firstInterpreted && !(frame.isInterpreted && frame.function == "<module>"))
+        }
+        let keys = positions.map { StallFrameTracker.Key(sample.frames[$0]) }
         guard var outer = outerFrames else {
             outerFrames = Set(keys)
             episode?.anchors = []
@@ -359,8 +373,8 @@ public struct StallDetector: Sendable {
                     current.children.insert(keys[index - 1])
                     let frames = sample.frames
                     newInterpretedCall =
-                        frames[firstInterpreted + index - 1].isInterpreted
-                        && !frames[firstInterpreted + index].isInterpreted
+                        frames[positions[index - 1]].isInterpreted
+                        && !frames[positions[index]].isInterpreted
                 }
             }
             let lost = held.count < anchors.count
@@ -422,11 +436,12 @@ public struct StallDetector: Sendable {
             if !testEnded.tests.isEmpty, !now.isEmpty, !now.isSubset(of: testEnded.tests) {
                 start = Self.boundary(
                     after: testEnded.at, seenAt: sample.time, activityChange: lastActivityChange, changes: changes, waiting: waiting)
+                if waiting { start = Self.waitBegan(estimate: start, since: observationBefore, now: lastObservation, seenAt: sample.time) }
             }
         } else {
             end = Self.boundary(
                 after: previousAttempt, seenAt: sample.time, activityChange: lastActivityChange, changes: changes, waiting: waiting)
-            start = end
+            start = waiting ? Self.waitBegan(estimate: end, since: observationBefore, now: lastObservation, seenAt: sample.time) : end
         }
         if let open = episode { episode?.lastTime = min(open.lastTime, max(end, open.startTime)) }
         let events = endEpisode(at: end, ending: .returnedToIdle)
@@ -465,6 +480,19 @@ public struct StallDetector: Sendable {
         guard let after, after < seenAt else { return seenAt }
         if changes == 1 || waiting, let change = activityChange, change > after, change < seenAt { return change }
         return (after + seenAt) / 2
+    }
+
+    /// New work seen in a wait began no earlier than the time the thread spent running or
+    /// waiting for a CPU since the probe before the previous sample (`since`): all of that
+    /// came before the wait, and a sleeping thread's schedstat counters stand still. On a host
+    /// so loaded that the agent's own probes are sparse, a midpoint between samples half a
+    /// second apart dated a 1.6 s sleep after a 0.3 s CPU warm-up 0.25 s early; the counters
+    /// date it to within a probe.
+    static func waitBegan(estimate: Double, since before: ThreadObservation?, now: ThreadObservation?, seenAt: Double) -> Double {
+        guard let before, let now, now.time > before.time, now.activity != .running else { return estimate }
+        let ranOrQueued = Double((now.cpuNanos &+ now.runQueueNanos) &- (before.cpuNanos &+ before.runQueueNanos)) / 1e9
+        guard ranOrQueued >= 0, ranOrQueued < 1e6 else { return estimate }
+        return min(max(estimate, before.time + ranOrQueued), seenAt)
     }
 
     /// The process is known to have exited by itself (an exit status, not a signal): the next

@@ -98,9 +98,9 @@ import Testing
         // either way not a death.
         #expect(report.ending == "targetExited" || report.ending == "returnedToIdle", "\(result.stderr)")
         #expect(report.culpritFrame?.function == "flush_cache", "\(result.stderr)")
-        // ±15 %: issue 25 asks ±10 %, which beside two CPU hogs and two other test lanes this
-        // still misses now and then (over 1.76 s; issue 25 stays open on it).
-        #expect(report.durationSeconds > 1.6 * 0.85 && report.durationSeconds < 1.6 * 1.15, "\(report.durationSeconds)")
+        // ±10 % (issue 25), beside two CPU hogs and two other test lanes too: the module body is
+        // not the work, and the sleep is dated from the thread's schedstat counters.
+        #expect(report.durationSeconds > 1.6 * 0.9 && report.durationSeconds < 1.6 * 1.1, "\(report.durationSeconds)")
         #expect(!result.stderr.contains("died"), "\(result.stderr)")
     }
 

@@ -267,6 +267,53 @@ struct BatchRuleDetectionTests {
         }
     }
 
+    /// A script whose module body warms up on the CPU for 0.3 s and then sleeps 1.6 s, watched
+    /// by an agent so starved that one probe fell in the warm-up and the next half a second
+    /// later: the sleep is the stall (the module body is the script's harness, not the work),
+    /// dated from the thread's schedstat counters rather than the midpoint of the gap.
+    @Test func aSleepAfterAWarmUpSeenBySparseProbesIsTimedFromTheWaitItself() throws {
+        var d = detector()
+        let script = ["_start", "main", "Py_RunMain", "py:<module>"]
+        func state(_ tick: Int) -> (ThreadActivity, [SampledFrame]) {
+            if tick < 10 { return (.running, Self.pyStack(["_start", "main", "Py_Initialize"])) }
+            if tick < 40 { return (.running, Self.pyStack(script + ["py:warm_up", "time_monotonic"])) }
+            return (.blockedCall, Self.pyStack(script + ["py:flush_cache", "time_sleep", "clock_nanosleep"]))
+        }
+        var events: [DetectorEvent] = []
+        let probes = [0, 2, 4, 12, 14, 16] + Array(stride(from: 70, through: 200, by: 5))
+        for tick in probes {
+            let now = Double(tick) * 0.01
+            let (activity, frames) = state(tick)
+            // Runnable the whole time until the sleep, then still.
+            let cpu = UInt64(min(tick, 40)) * 10_000_000
+            events += d.observe(ThreadObservation(time: now, activity: activity, cpuNanos: cpu))
+            if d.wantsSample(at: now) {
+                events += d.record(StackSample(time: now, activity: activity, frames: frames))
+            }
+        }
+        d.noteExit()
+        events += d.observe(ThreadObservation(time: 2.0, activity: .gone))
+        let stalls = ended(events)
+        #expect(stalls.count == 1, "\(stalls.map { ($0.stallFrame?.function ?? "?", $0.startTime, $0.duration) })")
+        let stall = try #require(stalls.first)
+        #expect(stall.stallFrame?.function == "flush_cache")
+        #expect(abs(stall.duration - 1.6) <= 0.06, "\(stall.duration)")
+    }
+
+    @Test func aWaitBeganNoEarlierThanTheRunnableTimeBeforeIt() {
+        let before = ThreadObservation(time: 1.0, activity: .running, cpuNanos: 500_000_000, runQueueNanos: 100_000_000)
+        let now = ThreadObservation(time: 1.6, activity: .blockedCall, cpuNanos: 700_000_000, runQueueNanos: 200_000_000)
+        // 0.2 s on the CPU and 0.1 s queued after 1.0: the wait began at 1.3 at the earliest.
+        #expect(abs(StallDetector.waitBegan(estimate: 1.25, since: before, now: now, seenAt: 1.7) - 1.3) < 1e-9)
+        // A later estimate (a probe saw the change) stands.
+        #expect(StallDetector.waitBegan(estimate: 1.4, since: before, now: now, seenAt: 1.7) == 1.4)
+        // Never past the sample that saw the wait, and nothing to say while it runs.
+        var running = now
+        running.activity = .running
+        #expect(StallDetector.waitBegan(estimate: 1.25, since: before, now: running, seenAt: 1.7) == 1.25)
+        #expect(StallDetector.waitBegan(estimate: 1.25, since: nil, now: now, seenAt: 1.7) == 1.25)
+    }
+
     @Test func aBoundaryIsTheActivityChangeOrTheMidpoint() {
         #expect(StallDetector.boundary(after: 1.0, seenAt: 1.25, activityChange: nil, changes: 0) == 1.125)
         #expect(StallDetector.boundary(after: 1.0, seenAt: 1.25, activityChange: 1.1, changes: 1) == 1.1)
