@@ -15,13 +15,19 @@ public struct SampledFrame: Hashable, Codable, Sendable {
     /// "python" for an interpreter frame (function = qualified name, cfa = the interpreter
     /// frame's address); nil for machine code.
     public var language: String?
+    /// The application's own code rather than a library or runtime (decided by the agent from
+    /// the frame's module, file and the user's `--app-frames`); nil: not decided.
+    public var isApp: Bool?
 
-    public init(function: String, module: String, address: UInt64 = 0, cfa: UInt64 = 0, language: String? = nil) {
+    public init(
+        function: String, module: String, address: UInt64 = 0, cfa: UInt64 = 0, language: String? = nil, isApp: Bool? = nil
+    ) {
         self.function = function
         self.module = module
         self.address = address
         self.cfa = cfa
         self.language = language
+        self.isApp = isApp
     }
 
     /// A function the program's author wrote in an interpreted language: what culprits,

@@ -1,5 +1,6 @@
 /// Makes the fingerprint that recognises the same stall when it recurs, within one run or
-/// across agent restarts: the cause's name (starved counts as hang) plus the heaviest stack's function names, with no
+/// across agent restarts: the cause's name (starved counts as hang) plus the heaviest stack's
+/// function names (the application's own frames when it has any), with no
 /// addresses, CFAs or counts, hashed with FNV-1a 64 (stable across processes and platforms,
 /// unlike Swift's seeded `Hasher`).
 ///
@@ -18,10 +19,13 @@ public enum StallFingerprint {
         // Leaf frames in the C library or the vDSO (a clock read, a syscall wrapper) come and go
         // between samples of the same stall: the fingerprint starts at the program's own frame.
         // Above an interpreted frame the interpreter's own C frames vary the same way.
+        // Only the application's own frames when it has any: a library upgrade that moves only
+        // library frames (another stdlib line, a renamed libc symbol) leaves the stall the same.
+        let app = frames.filter { $0.isApp == true }
         let start =
             frames.firstIndex(where: \.isInterpreted)
             ?? frames.firstIndex { !SampledFrame.isSystemModule($0.module) } ?? 0
-        for frame in frames[start...] where frame.function != previous {
+        for frame in app.isEmpty ? Array(frames[start...]) : app where frame.function != previous {
             hash.add("\n")
             hash.add(frame.function)
             previous = frame.function

@@ -89,9 +89,10 @@ public struct StallFrameTracker: Sendable {
     }
 
     /// The innermost frame present in every sample, as seen in the latest sample; nil before
-    /// any sample or when no frame is shared by all of them. An interpreted frame (a Python
-    /// function) in every sample wins over the interpreter's C frames above it: `time.sleep`'s
-    /// C implementation is the same in every program, the function that called it is not.
+    /// any sample or when no frame is shared by all of them. The application's own frame wins
+    /// over the libraries and runtime above it (`g_usleep` and `clock_nanosleep` are the same in
+    /// every program, the handler that called them is not); without one, an interpreted frame
+    /// (a Python function) wins over the interpreter's C frames.
     public var stallFrame: SampledFrame? {
         var all = self
         for sample in all.pending { all.commit(sample.frames, at: sample.time) }
@@ -110,7 +111,8 @@ public struct StallFrameTracker: Sendable {
         guard let shared = common else { return nil }
         let keys = shared.union(entered)
         guard !keys.isEmpty else { return nil }
-        return latestFrames.first { $0.isInterpreted && keys.contains(Key($0)) }
+        return latestFrames.first { $0.isApp == true && keys.contains(Key($0)) }
+            ?? latestFrames.first { $0.isInterpreted && keys.contains(Key($0)) }
             ?? latestFrames.first { keys.contains(Key($0)) }
     }
 

@@ -17,6 +17,8 @@ public struct MonitorOptions: Sendable {
     /// A thread blocked in an idle-set or parking wait whose stack has a frame matching one of
     /// these is working, not idle (`--busy-frame`).
     public var busyFramePatterns: [String] = []
+    /// What is the user's own code (`--app-frames`; `!GLOB` what is not): `AppFrameRule`.
+    public var appFramePatterns: [String] = []
     /// Which loop-turn evidence to use (`--loop-turns`).
     public var loopTurns = Settings.loopTurns.defaultValue!
     public var reportDirectory = Settings.reportDirectory.defaultValue!

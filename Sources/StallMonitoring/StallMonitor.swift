@@ -14,6 +14,8 @@ import Glibc
 /// line per stall on stderr. Everything runs on the calling thread (ptrace ownership).
 public final class StallMonitor {
     public let options: MonitorOptions
+    /// Which frames the culprit may name (`--app-frames`).
+    private let appFrames: AppFrameRule
     public let inspector: ProcessInspector
     public let writer: ReportWriter
     private var detector: StallDetector
@@ -165,6 +167,7 @@ public final class StallMonitor {
         log: @escaping (String) -> Void
     ) throws {
         self.options = options
+        self.appFrames = AppFrameRule(patterns: options.appFramePatterns)
         self.log = log
         self.fingerprints = fingerprints
         // Its age when the attach began, not after it: loading the modules' symbols can take
@@ -594,7 +597,7 @@ public final class StallMonitor {
             for frame in frames { frameCache[frame.address] = frame }
             sample = StackSample(
                 time: now, activity: classification.activity,
-                frames: frames.map(StallMonitor.sampledFrame))
+                frames: frames.map(sampled))
         }
         let snapshot = detector.captureSnapshot(at: now, idleSample: sample)
         let report = StallReport(snapshot: snapshot, context: context(for: snapshot))
@@ -881,7 +884,7 @@ public final class StallMonitor {
     private func learnLoopFrames(site: HomeWaitTracker.Site, stack: UnwoundStack) {
         learnedLoopSites.insert(site)
         // Names only: loop frames are matched by name, module and address, never shown with lines.
-        loopFrameUnion += inspector.symbolizer.symbolize(stack, sourceLines: false).map(StallMonitor.sampledFrame)
+        loopFrameUnion += inspector.symbolizer.symbolize(stack, sourceLines: false).map(sampled)
         detector.setLoopFrames(loopFrameUnion)
     }
 
@@ -959,7 +962,7 @@ public final class StallMonitor {
                 // in a wrapped `make -j2`.
                 let frames = inspector.symbolizer.symbolize(stack, sourceLines: false)
                 keepUnresolvable(frames)
-                sampled = frames.map(StallMonitor.sampledFrame)
+                sampled = frames.map(self.sampled)
             }
             lockHintSyscall = nil
             if activity == .blockedCall || activity == .lockWait, let info = snapshot.syscall, info.syscallNumber == 202,
@@ -1011,7 +1014,7 @@ public final class StallMonitor {
             frames = PythonStackSplicer.splice(frames, python)
             keepUnresolvable(frames)
         }
-        return frames.map(StallMonitor.sampledFrame)
+        return frames.map(sampled)
     }
 
     /// Keeps, for the report, the frames of a names-only sample that `resolve` could not name
@@ -1044,18 +1047,23 @@ public final class StallMonitor {
         return inspector.fileKind(Int(fd))?.hasPrefix("/") ?? false
     }
 
+    private func sampled(_ frame: SymbolizedFrame) -> SampledFrame {
+        Self.sampledFrame(frame, appFrames: appFrames)
+    }
+
     /// What detection keeps of a frame; an unnamed frame is "module+0xOFFSET".
-    static func sampledFrame(_ frame: SymbolizedFrame) -> SampledFrame {
+    static func sampledFrame(_ frame: SymbolizedFrame, appFrames: AppFrameRule) -> SampledFrame {
+        let isApp = appFrames.isApp(frame)
         if frame.isPython {
             return SampledFrame(
                 function: frame.function ?? "?", module: frame.module ?? SymbolizedFrame.pythonModule,
-                address: frame.address, cfa: frame.stackPointer, language: frame.language)
+                address: frame.address, cfa: frame.stackPointer, language: frame.language, isApp: isApp)
         }
         // A nearest-symbol guess keeps its mark in call trees, folded stacks and summaries.
         return SampledFrame(
             function: frame.function.map { frame.approximate ? $0 + " (approximate)" : $0 }
                 ?? "\(frame.module ?? "?")+0x\(String(frame.moduleOffset ?? frame.address, radix: 16))",
-            module: frame.module ?? "?", address: frame.address, cfa: frame.stackPointer)
+            module: frame.module ?? "?", address: frame.address, cfa: frame.stackPointer, isApp: isApp)
     }
 
     private func resolve(_ frame: SampledFrame, index: Int) -> SymbolizedFrame {
@@ -1075,6 +1083,7 @@ public final class StallMonitor {
                 UnwoundFrame(address: frame.address, stackPointer: frame.cfa, isSignalFrame: false), index: index)
         symbolized.index = index
         symbolized.stackPointer = frame.cfa
+        symbolized.inApp = frame.isApp
         return symbolized
     }
 

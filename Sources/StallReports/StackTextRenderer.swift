@@ -4,14 +4,22 @@ import StallCapture
 /// `0   redis-server   0x000055fbfdf2c634 debugCommand + 4420 (debug.c:880)`.
 public enum StackTextRenderer {
     public static func lines(_ frames: [SymbolizedFrame], indent: String = "") -> [String] {
-        let moduleWidth = min(max(frames.map { ($0.module ?? "???").count }.max() ?? 3, 8), 32)
+        let moduleWidth = min(max(frames.map { moduleColumn($0).count }.max() ?? 3, 8), 32)
+        let marks = frames.contains { $0.inApp == true }
         return frames.enumerated().flatMap { position, frame in
-            let number = String(position).padding(toLength: 4, withPad: " ", startingAt: 0)
-            let module = (frame.module ?? "???").padding(toLength: moduleWidth, withPad: " ", startingAt: 0)
+            // The application's own frames (`AppFrameRule`) are marked where the eye starts, in
+            // a column of their own when the stack has any.
+            var number = String(position).padding(toLength: marks ? 3 : 4, withPad: " ", startingAt: 0)
+            if marks { number += frame.inApp == true ? "* " : "  " }
+            let module = moduleColumn(frame).padding(toLength: moduleWidth, withPad: " ", startingAt: 0)
+            // A Python frame's "address" is its interpreter frame's: not code, so not shown in
+            // the code-address column (the JSON keeps it).
             let address =
-                "0x"
-                + String(String(frame.address, radix: 16).reversed())
-                .padding(toLength: 16, withPad: "0", startingAt: 0).reversed()
+                frame.isPython
+                ? String(repeating: " ", count: 18)
+                : "0x"
+                    + String(String(frame.address, radix: 16).reversed())
+                    .padding(toLength: 16, withPad: "0", startingAt: 0).reversed()
             let prefix = "\(indent)\(number)\(module)  \(address) "
             // Inlined functions have no frame of their own: they share the frame's number and
             // address, innermost first, as eu-stack -i and addr2line -i print them.
@@ -23,6 +31,14 @@ public enum StackTextRenderer {
             lines.append(text)
             return lines
         }
+    }
+
+    /// What ran the frame: its module, `[python]` for a Python function (its file follows the
+    /// name), `[JIT]` for code a perf map named.
+    static func moduleColumn(_ frame: SymbolizedFrame) -> String {
+        if frame.isPython { return "[python]" }
+        if let module = frame.module { return module }
+        return frame.function == nil ? "???" : "[JIT]"
     }
 
     /// " (debug.c:880)": the file name only; the JSON keeps the full path.

@@ -161,6 +161,9 @@ public struct StallReport: Codable, Sendable {
     /// A Python function, when the stack has one, comes first: the interpreter's frames
     /// above it are the same for every program.
     static func culprit(in frames: [SymbolizedFrame]) -> SymbolizedFrame? {
+        // The application's own code first (`AppFrameRule`): a sleep in `subprocess.run`,
+        // `g_usleep` or a `node:` module is the caller's.
+        if let own = frames.first(where: { $0.inApp == true }) { return own }
         // The program's own Python code before the standard library's and installed packages'
         // (a sleep in `subprocess.run` is the caller's; a pytest runner frame never the test's).
         if let own = frames.first(where: { $0.isPython && !isLibraryPython($0) }) { return own }
@@ -194,9 +197,7 @@ public struct StallReport: Codable, Sendable {
     /// Python code that is not the program's own: the standard library, installed packages,
     /// frozen modules.
     static func isLibraryPython(_ frame: SymbolizedFrame) -> Bool {
-        guard let file = frame.file else { return false }
-        return file.hasPrefix("<") || file.contains("/site-packages/") || file.contains("/dist-packages/")
-            || file.range(of: #"/lib/python3\.\d+/"#, options: .regularExpression) != nil
+        frame.file.map(AppFrameRule.isLibraryPython(file:)) ?? false
     }
 
     static func isSystemModule(_ frame: SymbolizedFrame) -> Bool {

@@ -76,8 +76,10 @@ public enum StallReportTextRenderer {
             return ["Heaviest Stack: none (no stack samples)"]
         }
         let role = r.kind == "snapshot" ? "Sampled" : "Stalled"
+        // The mark is explained where it appears: a reader of one report has no manual open.
+        let legend = heaviest.frames.contains { $0.inApp == true } ? "; * your code" : ""
         return [
-            "Heaviest Stack (\(heaviest.samples) of \(heaviest.totalSamples) samples):",
+            "Heaviest Stack (\(heaviest.samples) of \(heaviest.totalSamples) samples\(legend)):",
             "Thread 0 \(role):: \(r.thread.name) [tid \(r.thread.tid)]",
         ]
             + StackTextRenderer.lines(heaviest.frames)

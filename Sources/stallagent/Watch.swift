@@ -29,6 +29,9 @@ struct WatchOptions: ParsableArguments {
     @Option(name: Settings.busyFrames.longName, help: Settings.busyFrames.argumentHelp)
     var busyFrames: [String] = []
 
+    @Option(name: Settings.appFrames.longName, help: Settings.appFrames.argumentHelp)
+    var appFrames: [String] = []
+
     @Option(name: Settings.loopTurns.longName, help: Settings.loopTurns.argumentHelp)
     var loopTurns: SettingArgument<LoopTurnMode>?
 
@@ -74,6 +77,7 @@ struct WatchOptions: ParsableArguments {
         options.extraIdleSyscalls = Set(try Settings.idleSyscalls.values(idleSyscalls).map(\.number))
         options.idleFramePatterns = idleFrames
         options.busyFramePatterns = busyFrames
+        options.appFramePatterns = appFrames
         options.loopTurns = try Settings.loopTurns.value(loopTurns)!
         options.reportDirectory = reportDir ?? options.reportDirectory
         options.quiet = quiet

@@ -22,6 +22,9 @@ public struct SymbolizedFrame: Codable, Equatable, Sendable {
     /// "python" for an interpreter frame (a Python function spliced into the native stack);
     /// nil for machine code.
     public var language: String?
+    /// The application's own code (`AppFrameRule`): what the culprit names. nil: not decided
+    /// (a report from an agent before the rule, or a frame with nothing to go on).
+    public var inApp: Bool?
 
     public static let pythonLanguage = "python"
     /// The module column of a Python frame: its file is in `file`.
@@ -41,7 +44,7 @@ public struct SymbolizedFrame: Codable, Equatable, Sendable {
 
     enum CodingKeys: String, CodingKey {
         case index, address, stackPointer, module, modulePath, buildId, moduleOffset, function
-        case functionOffset, approximate, file, line, inlined, isSignalFrame, language
+        case functionOffset, approximate, file, line, inlined, isSignalFrame, language, inApp
     }
 
     public init(
@@ -86,6 +89,7 @@ public struct SymbolizedFrame: Codable, Equatable, Sendable {
         if !inlined.isEmpty { try c.encode(inlined, forKey: .inlined) }
         if isSignalFrame { try c.encode(true, forKey: .isSignalFrame) }
         try c.encodeIfPresent(language, forKey: .language)
+        try c.encodeIfPresent(inApp, forKey: .inApp)
     }
 
     public init(from decoder: Decoder) throws {
@@ -109,6 +113,7 @@ public struct SymbolizedFrame: Codable, Equatable, Sendable {
         inlined = try c.decodeIfPresent([InlinedFrame].self, forKey: .inlined) ?? []
         isSignalFrame = try c.decodeIfPresent(Bool.self, forKey: .isSignalFrame) ?? false
         language = try c.decodeIfPresent(String.self, forKey: .language)
+        inApp = try c.decodeIfPresent(Bool.self, forKey: .inApp)
     }
 
     /// The address to look symbols up at: a return address points after its call, which may

@@ -36,14 +36,15 @@ public struct AgentConfiguration: Sendable {
     static let topLevelSettings: [any AnySetting] = [
         Settings.reportDirectory, Settings.stateDirectory, Settings.threshold, Settings.launchThreshold,
         Settings.probeInterval, Settings.sampleInterval, Settings.killAfter, Settings.idleSyscalls,
-        Settings.idleFrames, Settings.busyFrames, Settings.loopTurns, Settings.maxStack, Settings.perfSampling,
+        Settings.idleFrames, Settings.busyFrames, Settings.appFrames, Settings.loopTurns, Settings.maxStack,
+        Settings.perfSampling,
         Settings.keepArgv, Settings.debugDirectories, Settings.minReportInterval, Settings.metricsFile,
         Settings.metricsListen, Settings.metricsInterval, Settings.retryInterval, Settings.quiet,
     ]
     /// The settings a target may override.
     static let targetSettings: [any AnySetting] = [
         Settings.threshold, Settings.launchThreshold, Settings.killAfter, Settings.idleSyscalls,
-        Settings.idleFrames, Settings.busyFrames,
+        Settings.idleFrames, Settings.busyFrames, Settings.appFrames,
     ]
     static let retentionSettings: [any AnySetting] = [Settings.maxReports, Settings.maxReportBytes, Settings.maxReportAge]
 
@@ -111,6 +112,7 @@ public struct AgentConfiguration: Sendable {
                 configuration.monitor.extraIdleSyscalls = Set(try values(Settings.idleSyscalls, node).map(\.number))
             case Settings.idleFrames.configKey: configuration.monitor.idleFramePatterns = try values(Settings.idleFrames, node)
             case Settings.busyFrames.configKey: configuration.monitor.busyFramePatterns = try values(Settings.busyFrames, node)
+            case Settings.appFrames.configKey: configuration.monitor.appFramePatterns = try values(Settings.appFrames, node)
             case Settings.loopTurns.configKey: configuration.monitor.loopTurns = try value(Settings.loopTurns, node)
             case Settings.debugDirectories.configKey: configuration.monitor.debugDirectories = try values(Settings.debugDirectories, node)
             case Settings.maxStack.configKey: configuration.monitor.maxStackBytes = Int(try value(Settings.maxStack, node).bytes)
@@ -176,6 +178,7 @@ public struct AgentConfiguration: Sendable {
                 case Settings.idleSyscalls.configKey: target.extraIdleSyscalls = Set(try values(Settings.idleSyscalls, value).map(\.number))
                 case Settings.idleFrames.configKey: target.idleFramePatterns = try values(Settings.idleFrames, value)
                 case Settings.busyFrames.configKey: target.busyFramePatterns = try values(Settings.busyFrames, value)
+                case Settings.appFrames.configKey: target.appFramePatterns = try values(Settings.appFrames, value)
                 case "processes":
                     let text = try string(value, key)
                     guard let processes = TargetSpec.Processes(rawValue: text) else {

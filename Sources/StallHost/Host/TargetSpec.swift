@@ -31,6 +31,7 @@ public struct TargetSpec: Sendable, Equatable {
     public var extraIdleSyscalls: Set<Int> = []
     public var idleFramePatterns: [String] = []
     public var busyFramePatterns: [String] = []
+    public var appFramePatterns: [String] = []
 
     public init(selector: Selector, name: String? = nil) {
         self.selector = selector
@@ -72,6 +73,7 @@ public struct TargetSpec: Sendable, Equatable {
         options.extraIdleSyscalls.formUnion(extraIdleSyscalls)
         options.idleFramePatterns += idleFramePatterns
         options.busyFramePatterns += busyFramePatterns
+        options.appFramePatterns += appFramePatterns
         return options
     }
 

@@ -43,6 +43,12 @@ public enum Settings {
         flag: "busy-frame", configKey: "busy-frames", valueName: "pattern",
         help: "Treat a thread waiting in an idle-wait or parking call whose stack has a function matching PATTERN as working, not idle (repeatable).")
 
+    public static let appFrames = Setting<String>(
+        flag: "app-frames", configKey: "app-frames", valueName: "glob",
+        help:
+            "Frames matching GLOB (module name or path, source file or function) are your own code, which the culprit names; '!GLOB' marks code that is not (repeatable, the last match wins). By default the executable, Python files outside the standard library and site-packages, and JIT code outside node: modules are."
+    )
+
     public static let loopTurns = Setting<LoopTurnMode>(
         flag: "loop-turns", configKey: "loop-turns", valueName: "auto|kernel-counter|stack-rule",
         help:
@@ -169,7 +175,7 @@ public enum Settings {
 
     /// Every setting, for the tests that hold the command line and the config file to the table.
     public static let all: [any AnySetting] = [
-        threshold, launchThreshold, probeInterval, sampleInterval, idleSyscalls, idleFrames, busyFrames, loopTurns,
+        threshold, launchThreshold, probeInterval, sampleInterval, idleSyscalls, idleFrames, busyFrames, appFrames, loopTurns,
         maxStack, perfSampling, debugDirectories, reportDirectory, quiet, keepArgv, killAfter, minReportInterval,
         duration, stateDirectory, metricsFile, metricsListen, metricsInterval, retryInterval, maxReports,
         maxReportBytes, maxReportAge, onStall, timeout, batchThreshold,

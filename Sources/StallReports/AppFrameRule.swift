@@ -1,0 +1,106 @@
+import Foundation
+import StallCapture
+import StallDetection
+
+/// Which frames are the application's own (Sentry's `in_app`): the culprit, the stall frame and
+/// the fingerprint take the innermost of them, so the first line of a report names code its
+/// reader can change rather than the C library, an interpreter, an event-loop library or an
+/// installed package (docs/architecture.md, "The culprit").
+///
+/// Defaults, when no user pattern decides:
+/// - machine code: the main executable and shared libraries outside the system's directories
+///   are the application's; shared libraries under `/usr`, `/lib`, and runtimes by name
+///   (interpreters, libuv, GLib, libevent, V8, Lua) are not;
+/// - Python: the program's own files; not the standard library, `site-packages`,
+///   `dist-packages` or frozen modules;
+/// - JIT code (a perf map's names): the script's own functions; not `node:` modules,
+///   `node_modules`, V8 builtins and stubs.
+///
+/// `--app-frames GLOB` says what is the user's: a pattern is matched against a frame's
+/// module name, module path, source file and function; `!GLOB` says what is not. The last
+/// matching pattern wins, as in a `.gitignore`.
+public struct AppFrameRule: Sendable {
+    public var patterns: [String]
+
+    public init(patterns: [String] = []) {
+        self.patterns = patterns
+    }
+
+    /// nil: nothing to go on (no module and no name).
+    public func isApp(_ frame: SymbolizedFrame) -> Bool? {
+        if let decided = userDecision(frame) { return decided }
+        return Self.defaultDecision(frame)
+    }
+
+    private func userDecision(_ frame: SymbolizedFrame) -> Bool? {
+        let subjects = [frame.module, frame.modulePath, frame.file, frame.function].compactMap { $0 }
+        guard !subjects.isEmpty else { return nil }
+        for pattern in patterns.reversed() {
+            let negated = pattern.hasPrefix("!")
+            let glob = negated ? String(pattern.dropFirst()) : pattern
+            guard !glob.isEmpty else { continue }
+            if subjects.contains(where: { GlobPattern.matches(glob, $0) }) { return !negated }
+        }
+        return nil
+    }
+
+    static func defaultDecision(_ frame: SymbolizedFrame) -> Bool? {
+        if frame.isPython {
+            guard let file = frame.file else { return nil }
+            return !isLibraryPython(file: file)
+        }
+        guard let module = frame.module else {
+            // JIT code named from a perf map, or nothing at all.
+            guard let function = frame.function else { return nil }
+            return !isRuntimeJIT(function)
+        }
+        if SampledFrame.isSystemModule(module) || isRuntimeModule(module) { return false }
+        guard isSharedLibrary(module) else { return true }
+        // A library of the application's own (a plugin under /opt/app, a build tree) is its
+        // code; one the distribution installed is not. Without a path, a library is assumed
+        // to be installed.
+        guard let path = frame.modulePath else { return false }
+        return !systemDirectories.contains(where: path.hasPrefix)
+    }
+
+    /// Where Python keeps code that is not the program's own: the standard library, installed
+    /// packages, frozen modules (`<frozen importlib._bootstrap>`).
+    public static func isLibraryPython(file: String) -> Bool {
+        file.hasPrefix("<") || file.contains("/site-packages/") || file.contains("/dist-packages/")
+            || file.range(of: #"/lib/python3\.\d+/"#, options: .regularExpression) != nil
+    }
+
+    static let systemDirectories = ["/usr/", "/lib/", "/lib64/", "/lib32/", "/libx32/", "/snap/", "/nix/store/", "/opt/swift/"]
+
+    /// Interpreters' and event-loop libraries' file names: the same in every program.
+    static let runtimeLibraryPrefixes = [
+        "libpython", "libnode", "libphp", "libruby", "libperl", "liblua", "libluajit", "libuv", "libv8", "libglib-",
+        "libgio-", "libgobject-", "libgthread-", "libevent", "libev.so", "libjvm", "libffi",
+    ]
+
+    /// Interpreter executables (`python3.11`, `php-fpm8.2`, `node`), by their whole name: a
+    /// program merely named `nodeinfo` is its author's.
+    static let interpreterExecutables: Set<Substring> = [
+        "python", "pypy", "node", "nodejs", "php", "php-fpm", "php-cgi", "ruby", "perl", "lua", "luajit", "java",
+    ]
+
+    static func isRuntimeModule(_ module: String) -> Bool {
+        if isSharedLibrary(module) { return runtimeLibraryPrefixes.contains(where: module.hasPrefix) }
+        var name = Substring(module)
+        if name.hasSuffix("-dbg") { name = name.dropLast(4) }
+        let base = name.prefix { !($0.isNumber || $0 == ".") }
+        return interpreterExecutables.contains(base) && name.dropFirst(base.count).allSatisfy { $0.isNumber || $0 == "." }
+    }
+
+    static func isSharedLibrary(_ module: String) -> Bool {
+        module.hasSuffix(".so") || module.contains(".so.")
+    }
+
+    /// Perf-map names of code that belongs to the runtime: Node's own modules and V8's
+    /// builtins, stubs and handlers.
+    static func isRuntimeJIT(_ function: String) -> Bool {
+        function.contains("node:") || function.contains("/node_modules/") || function.hasPrefix("Builtin:")
+            || function.hasPrefix("Builtins_") || function.hasPrefix("Stub:") || function.hasPrefix("BytecodeHandler:")
+            || function.hasPrefix("Handler:") || function.hasPrefix("RegExp:")
+    }
+}

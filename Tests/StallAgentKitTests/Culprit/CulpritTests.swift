@@ -1,0 +1,70 @@
+import Foundation
+import Testing
+
+@testable import StallReports
+
+/// Issue 26: one stall has one culprit, the engineer's own function, in every line a person
+/// reads: the detection line, the end line, the run's summary table and the report.
+@Suite(.serialized) struct CulpritTests {
+    static let glib = "/usr/lib/x86_64-linux-gnu/libglib-2.0.so.0"
+
+    /// A GLib handler calling `g_usleep` (GLib) that calls `clock_nanosleep` (libc).
+    static func glibHandler() throws -> URL {
+        let source = NativeFixture.sourceURL("glib_handler.c")
+        let output = FileManager.default.temporaryDirectory.appendingPathComponent("glib_handler-\(UUID().uuidString)")
+        try NativeFixture.run("cc", ["-g", "-O1", "-o", output.path, source.path, "-l:libglib-2.0.so.0"])
+        return output
+    }
+
+    func run(_ program: URL, _ extra: [String] = []) throws -> (CommandResult, [StallReport]) {
+        let reports = FileManager.default.temporaryDirectory.appendingPathComponent("culprit-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: reports) }
+        let result = try runCommand(
+            FixtureProcess.stallagentURL, ["--report-dir", reports] + extra + ["--", program.path], timeout: 60)
+        let files = (try? FileManager.default.contentsOfDirectory(atPath: reports).filter { $0.hasSuffix(".json") }) ?? []
+        let decoded = try files.map {
+            try JSONDecoder().decode(StallReport.self, from: Data(contentsOf: URL(fileURLWithPath: reports + "/" + $0)))
+        }
+        return (result, decoded)
+    }
+
+    @Test(.enabled(if: FileManager.default.fileExists(atPath: glib), "libglib-2.0 is not installed (scripts/setup installs it)"))
+    func aGLibHandlerIsNamedInEveryLine() throws {
+        let program = try Self.glibHandler()
+        defer { try? FileManager.default.removeItem(at: program) }
+        let (result, reports) = try run(program)
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(reports.count == 1, "\(result.stderr)")
+        let report = try #require(reports.first)
+        #expect(report.reason.name == "blocked")
+        #expect(report.culpritName == "run_sleep", "\(result.stderr)")
+        #expect(report.stallFrame?.function == "run_sleep", "\(String(describing: report.stallFrame))")
+        #expect(report.culpritFrame?.line == 19 && report.culpritFrame?.file?.hasSuffix("glib_handler.c") == true)
+        // The detection line, the end line and the summary table name the same function.
+        let lines = result.stderr.split(separator: "\n").map(String.init)
+        let detected = lines.first { $0.contains("detected:") } ?? ""
+        let ended = lines.first { $0.hasPrefix("stall #1 ") } ?? ""
+        let row = lines.first { $0.contains("0xbaadca11") && !$0.contains("stall #") } ?? ""
+        #expect(detected.contains("blocked in run_sleep "), "\(detected)")
+        #expect(ended.contains(" in run_sleep ("), "\(ended)")
+        #expect(row.hasSuffix("run_sleep"), "\(row)")
+        // Marked in the report: the program's frames are its own, GLib's and libc's are not.
+        let frames = report.heaviestStack?.frames ?? []
+        let own = Set(frames.filter { $0.inApp == true }.compactMap(\.function))
+        #expect(own.isSuperset(of: ["run_sleep", "on_tick", "main"]), "\(own)")
+        #expect(!frames.contains { $0.inApp == true && ($0.module?.hasPrefix("libc") == true || $0.module?.hasPrefix("libglib") == true) })
+    }
+
+    /// `--app-frames` says what is the user's: here GLib's `g_usleep` is, and `run_sleep` is not.
+    @Test(.enabled(if: FileManager.default.fileExists(atPath: glib), "libglib-2.0 is not installed (scripts/setup installs it)"))
+    func appFramesMovesTheCulprit() throws {
+        let program = try Self.glibHandler()
+        defer { try? FileManager.default.removeItem(at: program) }
+        let (result, reports) = try run(program, ["--app-frames", "g_usleep", "--app-frames", "!run_sleep"])
+        #expect(result.status == 0, "\(result.stderr)")
+        let report = try #require(reports.first, "\(result.stderr)")
+        #expect(report.culpritName == "g_usleep", "\(result.stderr)")
+        #expect(report.stallFrame?.function == "g_usleep")
+        #expect(result.stderr.contains("blocked in g_usleep "), "\(result.stderr)")
+    }
+}

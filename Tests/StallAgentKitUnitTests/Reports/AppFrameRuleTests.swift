@@ -1,0 +1,73 @@
+import Testing
+
+@testable import StallCapture
+@testable import StallReports
+
+/// Issue 26: which frames are the application's own, and what the culprit names with them.
+@Suite struct AppFrameRuleTests {
+    static func native(_ function: String?, _ module: String?, path: String? = nil) -> SymbolizedFrame {
+        SymbolizedFrame(
+            index: 0, address: 0x1000, stackPointer: 0, module: module, modulePath: path, buildId: nil, moduleOffset: 0x10,
+            function: function, functionOffset: 4, approximate: false)
+    }
+
+    static func python(_ function: String, _ file: String) -> SymbolizedFrame {
+        SymbolizedFrame(
+            index: 0, address: 0x2000, stackPointer: 0, module: SymbolizedFrame.pythonModule, modulePath: nil, buildId: nil,
+            moduleOffset: nil, function: function, functionOffset: nil, approximate: false, file: file, line: 3,
+            language: SymbolizedFrame.pythonLanguage)
+    }
+
+    @Test func defaultsTellTheProgramFromItsRuntime() {
+        let rule = AppFrameRule()
+        #expect(rule.isApp(Self.native("run_sleep", "glib_handler", path: "/tmp/glib_handler")) == true)
+        #expect(rule.isApp(Self.native("pg_sleep", "postgres", path: "/usr/lib/postgresql/15/bin/postgres")) == true)
+        #expect(rule.isApp(Self.native("clock_nanosleep", "libc.so.6", path: "/usr/lib/x86_64-linux-gnu/libc.so.6")) == false)
+        #expect(rule.isApp(Self.native("g_usleep", "libglib-2.0.so.0.7400.6", path: "/usr/lib/x86_64-linux-gnu/libglib-2.0.so.0.7400.6")) == false)
+        #expect(rule.isApp(Self.native("SSL_read", "libssl.so.3", path: "/usr/lib/x86_64-linux-gnu/libssl.so.3")) == false)
+        // A plugin of the application's own, outside the system's directories, is its code.
+        #expect(rule.isApp(Self.native("filter", "libmyplugin.so", path: "/opt/app/lib/libmyplugin.so")) == true)
+        #expect(rule.isApp(Self.native("_PyEval_EvalFrameDefault", "python3.11")) == false)
+        #expect(rule.isApp(Self.native("uv_run", "node")) == false)
+        #expect(rule.isApp(Self.native("worker", "php-fpm8.2")) == false)
+        #expect(rule.isApp(Self.native("main", "nodeinfo")) == true)
+        #expect(rule.isApp(Self.python("refresh_inventory", "/srv/app/app.py")) == true)
+        #expect(rule.isApp(Self.python("_try_wait", "/usr/lib/python3.11/subprocess.py")) == false)
+        #expect(rule.isApp(Self.python("get", "/srv/venv/lib/python3.11/site-packages/requests/api.py")) == false)
+        #expect(rule.isApp(Self.python("_find_and_load", "<frozen importlib._bootstrap>")) == false)
+        // JIT code from a perf map: the script's, not Node's own modules.
+        #expect(rule.isApp(Self.native("JS:*blockExec /srv/node_server.js:13", nil)) == true)
+        #expect(rule.isApp(Self.native("JS:~spawnSync node:internal/child_process:1108:19", nil)) == false)
+        #expect(rule.isApp(Self.native(nil, nil)) == nil)
+    }
+
+    @Test func userPatternsDecideAndTheLastMatchWins() {
+        let rule = AppFrameRule(patterns: ["*/vendor/*", "!*/vendor/slowlib/*", "libmine.so*"])
+        #expect(rule.isApp(Self.python("call", "/srv/app/vendor/client.py")) == true)
+        #expect(rule.isApp(Self.python("call", "/srv/app/vendor/slowlib/x.py")) == false)
+        #expect(rule.isApp(Self.native("f", "libmine.so.1", path: "/usr/lib/libmine.so.1")) == true)
+        #expect(rule.isApp(Self.native("run_sleep", "glib_handler")) == true)
+    }
+
+    @Test func theCulpritIsTheInnermostAppFrame() {
+        var libc = Self.native("clock_nanosleep", "libc.so.6")
+        libc.inApp = false
+        var glib = Self.native("g_usleep", "libglib-2.0.so.0")
+        glib.inApp = false
+        var handler = Self.native("run_sleep", "glib_handler")
+        handler.inApp = true
+        #expect(StallReport.culprit(in: [libc, glib, handler])?.function == "run_sleep")
+    }
+
+    /// A stack with no frame of the application's keeps the culprit it had before the rule.
+    @Test func withoutAnAppFrameTheCulpritIsUnchanged() {
+        var libc = Self.native("clock_nanosleep", "libc.so.6")
+        libc.inApp = false
+        var glib = Self.native("g_usleep", "libglib-2.0.so.0")
+        glib.inApp = false
+        #expect(StallReport.culprit(in: [libc, glib])?.function == "g_usleep")
+        libc.inApp = nil
+        glib.inApp = nil
+        #expect(StallReport.culprit(in: [libc, glib])?.function == "g_usleep")
+    }
+}
