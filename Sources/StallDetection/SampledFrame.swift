@@ -18,9 +18,14 @@ public struct SampledFrame: Hashable, Codable, Sendable {
     /// The application's own code rather than a library or runtime (decided by the agent from
     /// the frame's module, file and the user's `--app-frames`); nil: not decided.
     public var isApp: Bool?
+    /// Where in its function the frame is: the address's offset from the symbol (machine code)
+    /// or the line (Python). The same call site gives the same value in every process of a
+    /// build, whatever its load address: what tells two stalls in one function apart.
+    public var site: Int?
 
     public init(
-        function: String, module: String, address: UInt64 = 0, cfa: UInt64 = 0, language: String? = nil, isApp: Bool? = nil
+        function: String, module: String, address: UInt64 = 0, cfa: UInt64 = 0, language: String? = nil, isApp: Bool? = nil,
+        site: Int? = nil
     ) {
         self.function = function
         self.module = module
@@ -28,6 +33,7 @@ public struct SampledFrame: Hashable, Codable, Sendable {
         self.cfa = cfa
         self.language = language
         self.isApp = isApp
+        self.site = site
     }
 
     /// A function the program's author wrote in an interpreted language: what culprits,

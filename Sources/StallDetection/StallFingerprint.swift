@@ -21,11 +21,30 @@ public enum StallFingerprint {
         // Above an interpreted frame the interpreter's own C frames vary the same way.
         // Only the application's own frames when it has any: a library upgrade that moves only
         // library frames (another stdlib line, a renamed libc symbol) leaves the stall the same.
-        let app = frames.filter { $0.isApp == true }
+        // Each of them also says where in its function it is (the call site: an offset or a
+        // Python line), so two stalls in one function on different lines are two fingerprints;
+        // but not the innermost frame of the stack, nor in a hang the innermost of the
+        // application's: where a CPU loop is moves from sample to sample of one stall.
+        let app = frames.indices.filter { frames[$0].isApp == true }
+        if !app.isEmpty {
+            var previousSite: String?
+            for index in app {
+                let frame = frames[index]
+                let moving = index == 0 || (index == app.first && reason == .hang)
+                let site = moving ? "" : frame.site.map { "@\($0)" } ?? ""
+                // Recursion collapses to one name, as below; a site keeps calls from two lines apart.
+                guard frame.function != previous || site != previousSite else { continue }
+                hash.add("\n")
+                hash.add(frame.function + site)
+                previous = frame.function
+                previousSite = site
+            }
+            return reason.name + "-" + hash.hex
+        }
         let start =
             frames.firstIndex(where: \.isInterpreted)
             ?? frames.firstIndex { !SampledFrame.isSystemModule($0.module) } ?? 0
-        for frame in app.isEmpty ? Array(frames[start...]) : app where frame.function != previous {
+        for frame in frames[start...] where frame.function != previous {
             hash.add("\n")
             hash.add(frame.function)
             previous = frame.function

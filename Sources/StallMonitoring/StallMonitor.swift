@@ -1003,11 +1003,11 @@ public final class StallMonitor {
                     index: index, address: frame.address, stackPointer: frame.stackPointer, module: nil, modulePath: nil,
                     buildId: nil, moduleOffset: nil, function: nil, functionOffset: nil, approximate: false)
             }
+            let symbol = inspector.symbolizer.symbols(for: module)?.functionSymbol(module.moduleOffset(of: lookup))
             return SymbolizedFrame(
                 index: index, address: frame.address, stackPointer: frame.stackPointer, module: module.name,
                 modulePath: module.path, buildId: nil, moduleOffset: module.moduleOffset(of: frame.address),
-                function: inspector.symbolizer.symbols(for: module)?.functionName(module.moduleOffset(of: lookup)),
-                functionOffset: nil, approximate: false)
+                function: symbol?.name, functionOffset: symbol.map { $0.offset &+ (frame.address &- lookup) }, approximate: false)
         }
         // A test runner in Python: the test's own function is a Python frame.
         if let python = stack.python {
@@ -1057,13 +1057,14 @@ public final class StallMonitor {
         if frame.isPython {
             return SampledFrame(
                 function: frame.function ?? "?", module: frame.module ?? SymbolizedFrame.pythonModule,
-                address: frame.address, cfa: frame.stackPointer, language: frame.language, isApp: isApp)
+                address: frame.address, cfa: frame.stackPointer, language: frame.language, isApp: isApp, site: frame.line)
         }
         // A nearest-symbol guess keeps its mark in call trees, folded stacks and summaries.
         return SampledFrame(
             function: frame.function.map { frame.approximate ? $0 + " (approximate)" : $0 }
                 ?? "\(frame.module ?? "?")+0x\(String(frame.moduleOffset ?? frame.address, radix: 16))",
-            module: frame.module ?? "?", address: frame.address, cfa: frame.stackPointer, isApp: isApp)
+            module: frame.module ?? "?", address: frame.address, cfa: frame.stackPointer, isApp: isApp,
+            site: frame.function == nil ? nil : frame.functionOffset.map { Int(clamping: $0) })
     }
 
     private func resolve(_ frame: SampledFrame, index: Int) -> SymbolizedFrame {

@@ -31,6 +31,12 @@ public final class ModuleSymbols: @unchecked Sendable {
         state.withLock { loaded in table(&loaded).lookup(vaddr).map { Demangler.demangle($0.name) } }
     }
 
+    /// `functionName` and the address's offset from the symbol: a call site, the same in every
+    /// process of a build (fingerprints tell two stalls in one function apart by it).
+    public func functionSymbol(_ vaddr: UInt64) -> (name: String, offset: UInt64)? {
+        state.withLock { loaded in table(&loaded).lookup(vaddr).map { (Demangler.demangle($0.name), $0.offset) } }
+    }
+
     /// `lookup` without source lines or inlines: the DWARF is read only when the symbol tables
     /// have no name for the address (a module stripped of symbols but not of DWARF), so the
     /// name is always the one `lookup` gives. Inflating libc6-dbg's DWARF cost a wrapped

@@ -68,3 +68,39 @@ import Testing
         #expect(result.stderr.contains("blocked in g_usleep "), "\(result.stderr)")
     }
 }
+
+/// Issue 30: a fingerprint depends only on what the code is: the same line stalling in two
+/// runs (two load addresses) and from a copy at another path is one fingerprint; another line
+/// of the same function is another.
+@Suite(.serialized) struct FingerprintStabilityTests {
+    func fingerprint(_ program: URL, _ argument: String) throws -> String {
+        let reports = FileManager.default.temporaryDirectory.appendingPathComponent("fp-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: reports) }
+        let result = try runCommand(FixtureProcess.stallagentURL, ["--report-dir", reports, "--", program.path, argument], timeout: 60)
+        let files = (try? FileManager.default.contentsOfDirectory(atPath: reports).filter { $0.hasSuffix(".json") }) ?? []
+        guard files.count == 1 else { throw NativeFixtureError.failed("\(files.count) reports: \(result.stderr)") }
+        let report = try JSONDecoder().decode(StallReport.self, from: Data(contentsOf: URL(fileURLWithPath: reports + "/" + files[0])))
+        #expect(report.culpritName == "handle", "\(result.stderr)")
+        return report.fingerprint
+    }
+
+    @Test func theSameLineIsOneFingerprintAnywhere() throws {
+        // -O0: an optimiser may merge the two calls into one call site.
+        let fixture = try NativeFixture.c("two_sites.c", name: "two_sites", flags: ["-g", "-O0"])
+        defer { fixture.remove() }
+        let elsewhere = FileManager.default.temporaryDirectory.appendingPathComponent("fp-copy-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: elsewhere, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: elsewhere) }
+        // The same file name in another directory: a deploy to another path.
+        let copy = elsewhere.appendingPathComponent(fixture.unstripped.lastPathComponent)
+        try FileManager.default.copyItem(at: fixture.unstripped, to: copy)
+
+        let first = try fingerprint(fixture.unstripped, "a")
+        let again = try fingerprint(fixture.unstripped, "a")
+        let copied = try fingerprint(copy, "a")
+        let otherLine = try fingerprint(fixture.unstripped, "b")
+        #expect(first.hasPrefix("blocked-"))
+        #expect(first == again && first == copied, "\([first, again, copied])")
+        #expect(otherLine != first)
+    }
+}

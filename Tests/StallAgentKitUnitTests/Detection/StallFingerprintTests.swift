@@ -136,3 +136,37 @@ struct StallFingerprintTests {
         #expect(StallFingerprint.make(reason: .blocked, frames: onlyLibc) != StallFingerprint.make(reason: .blocked, frames: []))
     }
 }
+
+/// Issue 30: with the application's frames marked, the fingerprint is theirs alone, and says
+/// where each calls from.
+@Suite struct StallFingerprintAppFrameTests {
+    static func frame(_ name: String, app: Bool, site: Int? = nil) -> SampledFrame {
+        SampledFrame(function: name, module: app ? "server" : "libc.so.6", isApp: app, site: site)
+    }
+
+    @Test func libraryFramesDoNotCount() {
+        let before = [Self.frame("clock_nanosleep", app: false, site: 35), Self.frame("handle", app: true, site: 27), Self.frame("main", app: true, site: 68)]
+        var upgraded = before
+        upgraded[0] = Self.frame("__clock_nanosleep64", app: false, site: 41)
+        #expect(StallFingerprint.make(reason: .blocked, frames: before) == StallFingerprint.make(reason: .blocked, frames: upgraded))
+    }
+
+    @Test func anotherCallSiteIsAnotherStall() {
+        let a = [Self.frame("usleep", app: false, site: 69), Self.frame("handle", app: true, site: 27), Self.frame("main", app: true, site: 68)]
+        var b = a
+        b[1] = Self.frame("handle", app: true, site: 45)
+        #expect(StallFingerprint.make(reason: .blocked, frames: a) != StallFingerprint.make(reason: .blocked, frames: b))
+    }
+
+    /// A CPU loop is somewhere else in its function at every sample: one stall still.
+    @Test func whereAHangRunsDoesNotCount() {
+        let a = [Self.frame("PyNumber_Add", app: false, site: 12), Self.frame("parse", app: true, site: 10), Self.frame("main", app: true, site: 3)]
+        var b = a
+        b[1] = Self.frame("parse", app: true, site: 14)
+        #expect(StallFingerprint.make(reason: .hang, frames: a) == StallFingerprint.make(reason: .hang, frames: b))
+        let leafA = [Self.frame("spin", app: true, site: 5), Self.frame("main", app: true, site: 3)]
+        var leafB = leafA
+        leafB[0] = Self.frame("spin", app: true, site: 9)
+        #expect(StallFingerprint.make(reason: .hang, frames: leafA) == StallFingerprint.make(reason: .hang, frames: leafB))
+    }
+}
