@@ -73,7 +73,7 @@ let package = Package(
         .target(
             name: "StallHost",
             dependencies: [
-                "StallDetection", "StallProc", "StallReports", "StallMonitoring", "CPosix",
+                "StallDetection", "StallProc", "StallCapture", "StallReports", "StallMonitoring", "CPosix",
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "Yams", package: "Yams"),
             ]),

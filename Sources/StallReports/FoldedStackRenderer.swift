@@ -19,7 +19,7 @@ public enum FoldedStackRenderer {
 
     /// ';' separates frames and a newline ends the record, so neither may appear in a name;
     /// spaces may (the count is after the last one), which keeps C++ signatures readable.
-    static func sanitize(_ name: String) -> String {
+    public static func sanitize(_ name: String) -> String {
         // Control characters (newlines too) become visible escapes; ';' cannot be escaped in
         // this format, so it is replaced.
         let text = TerminalSanitizer.line(name).replacingOccurrences(of: ";", with: ":")

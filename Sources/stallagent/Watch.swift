@@ -153,6 +153,9 @@ struct Watch: ParsableCommand {
     @Option(name: Settings.metricsInterval.longName, parsing: .unconditional, help: Settings.metricsInterval.argumentHelp)
     var metricsInterval: SettingArgument<TimeSpan>?
 
+    @Option(name: Settings.metricsFingerprints.longName, parsing: .unconditional, help: Settings.metricsFingerprints.argumentHelp)
+    var metricsFingerprints: SettingArgument<Int>?
+
     @Option(name: Settings.maxReports.longName, parsing: .unconditional, help: Settings.maxReports.argumentHelp)
     var maxReports: SettingArgument<Int>?
 
@@ -171,6 +174,7 @@ struct Watch: ParsableCommand {
     /// Refused before anything starts, with this command's usage (`agentConfiguration()` reads them again).
     func validate() throws {
         _ = try Settings.metricsInterval.value(metricsInterval)
+        _ = try Settings.metricsFingerprints.value(metricsFingerprints)
         _ = try Settings.maxReports.value(maxReports)
         _ = try Settings.maxReportBytes.value(maxReportBytes)
         _ = try Settings.maxReportAge.value(maxReportAge)
@@ -250,6 +254,7 @@ struct Watch: ParsableCommand {
         configuration.metricsFile = metricsFile
         configuration.metricsListen = metricsListen
         configuration.metricsInterval = try Settings.metricsInterval.value(metricsInterval)!.seconds
+        configuration.metricsFingerprints = try Settings.metricsFingerprints.value(metricsFingerprints)!
         configuration.retention.maxReports = try Settings.maxReports.value(maxReports)
         configuration.retention.maxBytes = try Settings.maxReportBytes.value(maxReportBytes)?.bytes
         configuration.retryInterval = try Settings.retryInterval.value(retryInterval)!.seconds

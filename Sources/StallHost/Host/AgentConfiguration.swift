@@ -26,6 +26,7 @@ public struct AgentConfiguration: Sendable {
     public var metricsFile: String?
     public var metricsListen: String?
     public var metricsInterval = Settings.metricsInterval.defaultValue!.seconds
+    public var metricsFingerprints = Settings.metricsFingerprints.defaultValue!
     public var retention = ReportRetention()
     /// How often a target that is not running is looked for again.
     public var retryInterval = Settings.retryInterval.defaultValue!.seconds
@@ -39,7 +40,8 @@ public struct AgentConfiguration: Sendable {
         Settings.idleFrames, Settings.busyFrames, Settings.appFrames, Settings.loopTurns, Settings.maxStack,
         Settings.perfSampling,
         Settings.keepArgv, Settings.debugDirectories, Settings.minReportInterval, Settings.metricsFile,
-        Settings.metricsListen, Settings.metricsInterval, Settings.retryInterval, Settings.quiet,
+        Settings.metricsListen, Settings.metricsInterval, Settings.metricsFingerprints, Settings.retryInterval,
+        Settings.quiet,
     ]
     /// The settings a target may override.
     static let targetSettings: [any AnySetting] = [
@@ -123,6 +125,8 @@ public struct AgentConfiguration: Sendable {
             case Settings.metricsFile.configKey: configuration.metricsFile = try value(Settings.metricsFile, node)
             case Settings.metricsListen.configKey: configuration.metricsListen = try value(Settings.metricsListen, node)
             case Settings.metricsInterval.configKey: configuration.metricsInterval = try seconds(Settings.metricsInterval, node)
+            case Settings.metricsFingerprints.configKey:
+                configuration.metricsFingerprints = try value(Settings.metricsFingerprints, node)
             case Settings.retryInterval.configKey: configuration.retryInterval = try seconds(Settings.retryInterval, node)
             case Settings.quiet.configKey: configuration.monitor.quiet = try value(Settings.quiet, node)
             case "retention":

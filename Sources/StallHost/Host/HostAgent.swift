@@ -94,7 +94,7 @@ public final class HostAgent {
         }
         self.journal = journal
         let wantsMetrics = configuration.metricsFile != nil || configuration.metricsListen != nil
-        let metrics = wantsMetrics ? AgentMetrics() : nil
+        let metrics = wantsMetrics ? AgentMetrics(fingerprintsPerTarget: configuration.metricsFingerprints) : nil
         self.metrics = metrics
         if let address = configuration.metricsListen, let metrics {
             listener = try MetricsListener(address: address, render: { metrics.render() })
@@ -432,14 +432,19 @@ public final class HostAgent {
 
     private func handle(_ event: StallMonitorEvent, slot: Slot, monitor: StallMonitor) {
         switch event {
-        case .detected(_, let path, let message):
+        case .detected(let report, let path, let message):
             shareBook(slot, from: monitor)
+            metrics?.stallOngoing(
+                target: slot.spec.label, key: "\(monitor.inspector.pid):\(report.id)", reason: report.deadlock ? .deadlock : report.reason)
             saveBook(slot)
             emit(event, slot: slot, monitor: monitor, text: "stallagent: " + message + (path.map { " → \($0)" } ?? ""))
-        case .ended(let stall, _, let message):
+        case .ended(let stall, let report, let message):
             shareBook(slot, from: monitor)
             slot.stalls += 1
-            metrics?.recordStall(target: slot.spec.label, reason: stall.reason, duration: stall.duration)
+            metrics?.stallFinished(target: slot.spec.label, key: "\(monitor.inspector.pid):\(report.id)")
+            metrics?.recordStall(
+                target: slot.spec.label, reason: stall.reason, duration: stall.duration, fingerprint: report.fingerprint,
+                culprit: report.culpritName)
             emit(event, slot: slot, monitor: monitor, text: message)
             notifier.status(statusLine())
             nextRetention = 0

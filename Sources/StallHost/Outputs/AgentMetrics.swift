@@ -24,9 +24,25 @@ public final class AgentMetrics: @unchecked Sendable {
     private var stateTotals: [String: [ThreadActivity: Double]] = [:]
     private var pauseTotals: [String: (seconds: Double, stops: Int, nonStop: Int)] = [:]
     private var loopTotals: [String: UInt64] = [:]
+    /// Per target: the fingerprints with a series of their own, most recent last.
+    private var fingerprintSeries: [String: [FingerprintSeries]] = [:]
+    /// Per target: stalls going on now, by "pid:stall id", with their reason.
+    private var ongoing: [String: [String: StallReason]] = [:]
+    private var health: [String: LoopHealthWindow] = [:]
+    /// How many fingerprints per target keep a series of their own (`--metrics-fingerprints`);
+    /// the least recent beyond it are folded into `fingerprint="other"`.
+    public let fingerprintsPerTarget: Int
     private let lock = NSLock()
 
-    public init() {
+    struct FingerprintSeries {
+        var fingerprint: String
+        var labels: [(String, String)]
+        var count: Int
+        var counter: Counter
+    }
+
+    public init(fingerprintsPerTarget: Int = 20) {
+        self.fingerprintsPerTarget = max(1, fingerprintsPerTarget)
         registry.makeGauge(
             descriptor: AgentMetrics.descriptor("build", "info", "Always 1; the labels say which stallagent is running."),
             labels: [("version", AgentMetrics.version)]
@@ -40,9 +56,14 @@ public final class AgentMetrics: @unchecked Sendable {
             descriptor: AgentMetrics.descriptor("agent_resident", "bytes", "The agent's resident memory."))
     }
 
-    /// Counts a finished stall.
-    public func recordStall(target: String, reason: StallReason, duration: Double) {
+    /// Counts a finished stall, and under its fingerprint, the name that groups one bug
+    /// across hosts and restarts. Cardinality stays bounded: each target keeps the
+    /// `fingerprintsPerTarget` most recent fingerprints as series of their own; the least
+    /// recent one makes room for a new one, and its count moves to `fingerprint="other"`, so
+    /// the sum over a target's series still counts every stall.
+    public func recordStall(target: String, reason: StallReason, duration: Double, fingerprint: String? = nil, culprit: String? = nil) {
         lock.withLock {
+            if let fingerprint { countFingerprint(target: target, fingerprint: fingerprint, reason: reason, culprit: culprit ?? "?") }
             registry.makeCounter(
                 descriptor: AgentMetrics.descriptor("stalls", "total", "Main-thread stalls longer than the threshold, by target and reason code."),
                 labels: [("target", target), ("reason", reason.name), ("code", reason.hexCode)]
@@ -54,12 +75,74 @@ public final class AgentMetrics: @unchecked Sendable {
         }
     }
 
+    private static var fingerprintDescriptor: MetricNameDescriptor {
+        AgentMetrics.descriptor(
+            "stall_fingerprint", "total",
+            "Finished stalls by fingerprint (the same code stalling the same way, on any host), reason and culprit; the least recent fingerprints beyond --metrics-fingerprints per target are counted as fingerprint=\"other\"."
+        )
+    }
+
+    private func countFingerprint(target: String, fingerprint: String, reason: StallReason, culprit: String) {
+        var series = fingerprintSeries[target] ?? []
+        if let index = series.firstIndex(where: { $0.fingerprint == fingerprint }) {
+            var entry = series.remove(at: index)
+            entry.counter.increment()
+            entry.count += 1
+            series.append(entry)
+            fingerprintSeries[target] = series
+            return
+        }
+        if series.count >= fingerprintsPerTarget {
+            let evicted = series.removeFirst()
+            registry.unregisterCounter(evicted.counter)
+            registry.makeCounter(
+                descriptor: Self.fingerprintDescriptor,
+                labels: [("target", target), ("fingerprint", "other"), ("reason", "other"), ("culprit", "other")]
+            ).increment(by: Int64(evicted.count))
+        }
+        // A culprit is a function name: long C++ signatures are cut, it is a label, not a report.
+        let labels = [("target", target), ("fingerprint", fingerprint), ("reason", reason.name), ("culprit", String(culprit.prefix(120)))]
+        let counter = registry.makeCounter(descriptor: Self.fingerprintDescriptor, labels: labels)
+        counter.increment()
+        series.append(FingerprintSeries(fingerprint: fingerprint, labels: labels, count: 1, counter: counter))
+        fingerprintSeries[target] = series
+    }
+
+    /// A stall crossed the threshold (`key`: the process and its stall id), or was revised
+    /// (a lock wait found to be a deadlock): `stallagent_stalls_ongoing` counts it by reason.
+    public func stallOngoing(target: String, key: String, reason: StallReason) {
+        lock.withLock {
+            ongoing[target, default: [:]][key] = reason
+            publishOngoing(target)
+        }
+    }
+
+    public func stallFinished(target: String, key: String) {
+        lock.withLock {
+            ongoing[target]?[key] = nil
+            publishOngoing(target)
+        }
+    }
+
+    private func publishOngoing(_ target: String) {
+        let now = ongoing[target] ?? [:]
+        for reason in StallReason.allKnown where reason != .snapshot && reason != .died {
+            registry.makeGauge(
+                descriptor: AgentMetrics.descriptor(
+                    "stalls_ongoing", "", "Stalls going on now (past the threshold, not ended), by target and reason."),
+                labels: [("target", target), ("reason", reason.name)]
+            ).set(to: Double(now.values.filter { $0 == reason }.count))
+        }
+    }
+
     /// Loop health: turns of the target's event loop since the last call (a monitor's running
     /// total; replaced monitors start over, like `update`), and the lengths of busy turns.
     public func updateLoop(target: String, monitorKey: String, turns: UInt64, evidence: LoopTurnEvidence, turnLengths: [Double]) {
         lock.withLock {
             let key = target + "\u{0}" + monitorKey
             let before = loopTotals[key] ?? 0
+            if turns > before { health[target, default: LoopHealthWindow()].addTurns(turns - before) }
+            health[target, default: LoopHealthWindow()].addTurnLengths(turnLengths, at: Date().timeIntervalSince1970)
             if turns > before {
                 registry.makeCounter(
                     descriptor: AgentMetrics.descriptor(
@@ -112,6 +195,7 @@ public final class AgentMetrics: @unchecked Sendable {
             for (activity, seconds) in stateSeconds where activity != .gone {
                 let delta = seconds - (previous[activity] ?? 0)
                 guard delta > 0 else { continue }
+                health[target, default: LoopHealthWindow()].addStateSeconds(delta, busy: activity.isBusy)
                 registry.makeCounter(
                     descriptor: AgentMetrics.descriptor(
                         "main_thread_state", "seconds_total", "Seconds the target's main thread spent in each state, as probed from /proc."),
@@ -145,6 +229,11 @@ public final class AgentMetrics: @unchecked Sendable {
             stateTotals[target + "\u{0}" + monitorKey] = nil
             pauseTotals[target + "\u{0}" + monitorKey] = nil
             loopTotals[target + "\u{0}" + monitorKey] = nil
+            // A process gone mid-stall without an end event leaves no stall counted as going on.
+            if let stalls = ongoing[target], stalls.keys.contains(where: { $0.hasPrefix(monitorKey + ":") }) {
+                ongoing[target] = stalls.filter { !$0.key.hasPrefix(monitorKey + ":") }
+                publishOngoing(target)
+            }
         }
     }
 
@@ -155,7 +244,31 @@ public final class AgentMetrics: @unchecked Sendable {
             if cpu > lastCPUSeconds { agentCPU.increment(by: cpu - lastCPUSeconds) }
             lastCPUSeconds = cpu
             agentResident.set(to: Double(AgentResourceUsage.residentBytes()))
-            lastUpdate.set(to: Date().timeIntervalSince1970)
+            let now = Date().timeIntervalSince1970
+            lastUpdate.set(to: now)
+            publishHealth(at: now)
+        }
+    }
+
+    /// The loop-health gauges, over the last minute: what an operator's dashboard shows as a
+    /// server's pulse, and what the "loop unhealthy" alert reads.
+    private func publishHealth(at now: Double) {
+        for (target, _) in health {
+            let summary = health[target]!.close(at: now)
+            let labels = [("target", target)]
+            registry.makeGauge(
+                descriptor: AgentMetrics.descriptor("loop_turns_per_second", "", "Event-loop turns per second over the last minute."),
+                labels: labels
+            ).set(to: summary.turnsPerSecond)
+            registry.makeGauge(
+                descriptor: AgentMetrics.descriptor(
+                    "loop_busy", "ratio", "Share of the last minute the target's main threads spent away from their loop's wait (0-1)."),
+                labels: labels
+            ).set(to: summary.busyRatio)
+            registry.makeGauge(
+                descriptor: AgentMetrics.descriptor("loop_longest_turn", "seconds", "The longest busy loop turn that ended in the last minute."),
+                labels: labels
+            ).set(to: summary.longestTurn)
         }
     }
 

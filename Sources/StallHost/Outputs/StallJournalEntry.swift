@@ -1,5 +1,6 @@
 import Foundation
 
+import StallCapture
 import StallReports
 import StallMonitoring
 #if canImport(Glibc)
@@ -57,10 +58,36 @@ public enum StallJournalEntry {
             fields.append(("STALLAGENT_TARGET", target.label))
             if let unit = target.unit { fields.append(("STALLAGENT_UNIT", unit)) }
         }
-        if let frame = report.culpritFrame { fields.append(("STALLAGENT_FUNCTION", frame.function ?? frame.displayName)) }
+        if let frame = report.culpritFrame {
+            fields.append(("STALLAGENT_FUNCTION", frame.function ?? frame.displayName))
+            if let file = frame.file { fields.append(("STALLAGENT_CULPRIT_FILE", file)) }
+            if let line = frame.line { fields.append(("STALLAGENT_CULPRIT_LINE", String(line))) }
+        }
+        // What groups one bug across hosts and restarts (`journalctl STALLAGENT_FINGERPRINT=…`),
+        // and which build it was seen in.
+        fields.append(("STALLAGENT_FINGERPRINT", report.fingerprint))
+        if let buildID = report.process.buildId { fields.append(("STALLAGENT_BUILD_ID", buildID)) }
+        if let stack = folded(report.heaviestStack?.frames ?? []) { fields.append(("STALLAGENT_STACK", stack)) }
         // journald attaches the target's unit and cgroup metadata to the entry for this pid,
         // but only trusts OBJECT_PID from root.
         if getuid() == 0 { fields.append(("OBJECT_PID", String(report.process.pid))) }
         return fields + extra
+    }
+
+    /// The longest `STALLAGENT_STACK` field: a journal entry is read in one line by people
+    /// and shipped by the thousand; the report has the rest.
+    static let stackLimit = 2048
+
+    /// The heaviest stack folded root first (`main;g_main_loop_run;on_tick;run_sleep`), as
+    /// flame-graph tools read it; cut from the root end, so the frames nearest the stall stay.
+    static func folded(_ frames: [SymbolizedFrame]) -> String? {
+        var names = frames.map { FoldedStackRenderer.sanitize($0.function ?? $0.displayName) }
+        guard !names.isEmpty else { return nil }
+        var text = names.reversed().joined(separator: ";")
+        while text.utf8.count > stackLimit, names.count > 1 {
+            names.removeLast()
+            text = "…;" + names.reversed().joined(separator: ";")
+        }
+        return String(decoding: text.utf8.prefix(stackLimit), as: UTF8.self)
     }
 }

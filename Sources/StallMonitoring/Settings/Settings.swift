@@ -130,6 +130,12 @@ public enum Settings {
         help: "How often the metrics file is rewritten.",
         default: .seconds(15), range: .milliseconds(100)...longestDuration)
 
+    public static let metricsFingerprints = Setting<Int>(
+        flag: "metrics-fingerprints", configKey: "metrics-fingerprints", valueName: "count",
+        help:
+            "Fingerprints per target with a series of their own in stallagent_stall_fingerprint_total; the least recent beyond it are counted as fingerprint=\"other\".",
+        default: 20, range: 1...1000)
+
     /// The command line allowed 50 ms, the config file 100 ms: the lower bound won, so that no
     /// value that worked before is refused now.
     public static let retryInterval = Setting<TimeSpan>(
@@ -177,7 +183,7 @@ public enum Settings {
     public static let all: [any AnySetting] = [
         threshold, launchThreshold, probeInterval, sampleInterval, idleSyscalls, idleFrames, busyFrames, appFrames, loopTurns,
         maxStack, perfSampling, debugDirectories, reportDirectory, quiet, keepArgv, killAfter, minReportInterval,
-        duration, stateDirectory, metricsFile, metricsListen, metricsInterval, retryInterval, maxReports,
+        duration, stateDirectory, metricsFile, metricsListen, metricsInterval, metricsFingerprints, retryInterval, maxReports,
         maxReportBytes, maxReportAge, onStall, timeout, batchThreshold,
     ]
 }

@@ -120,6 +120,16 @@ import Glibc
         #expect(field(ended, "PRIORITY") == "4")
         #expect(field(ended, "STALLAGENT_PID") == "\(fixture.pid)")
         #expect(field(ended, "STALLAGENT_FUNCTION") == "busy_compute")
+        // One stall, one culprit: the detected entry names what the ended one does (issue 26).
+        #expect(field(detected, "STALLAGENT_FUNCTION") == "busy_compute")
+        // Issue 30: what groups one bug across hosts, where it is, and the stack in one line.
+        #expect(field(ended, "STALLAGENT_FINGERPRINT")?.hasPrefix("hang-") == true)
+        #expect(field(ended, "STALLAGENT_FINGERPRINT") == field(detected, "STALLAGENT_FINGERPRINT"))
+        #expect((field(ended, "STALLAGENT_BUILD_ID") ?? "").count >= 32, "\(ended)")
+        #expect(field(ended, "STALLAGENT_CULPRIT_FILE")?.contains("stall-fixtures/") == true, "\(ended)")
+        #expect(Int(field(ended, "STALLAGENT_CULPRIT_LINE") ?? "") != nil, "\(ended)")
+        let stack = field(ended, "STALLAGENT_STACK") ?? ""
+        #expect(stack.contains(";busy_compute") && stack.utf8.count <= StallJournalEntry.stackLimit, "\(stack)")
         #expect(Double(field(ended, "STALLAGENT_DURATION_SEC") ?? "") ?? 0 > 1.0)
         #expect(field(ended, "MESSAGE")?.contains("0x8badf00d hang") == true)
         #expect(FileManager.default.fileExists(atPath: field(ended, "STALLAGENT_REPORT") ?? "/nonexistent"))
