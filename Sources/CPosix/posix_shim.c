@@ -194,3 +194,12 @@ ssize_t sa_recv_with_fd(int fd, void *buffer, size_t length, int *passed_fd) {
   }
   return n;
 }
+
+int sa_pidfd_open(pid_t pid) {
+  // PIDFD_NONBLOCK is not needed: the descriptor is only ever signalled through.
+  return (int)syscall(SYS_pidfd_open, pid, 0);
+}
+
+int sa_pidfd_send_signal(int pidfd, int sig) {
+  return (int)syscall(SYS_pidfd_send_signal, pidfd, sig, NULL, 0);
+}

@@ -436,12 +436,21 @@ public struct StallDetector: Sendable {
             if !testEnded.tests.isEmpty, !now.isEmpty, !now.isSubset(of: testEnded.tests) {
                 start = Self.boundary(
                     after: testEnded.at, seenAt: sample.time, activityChange: lastActivityChange, changes: changes, waiting: waiting)
-                if waiting { start = Self.waitBegan(estimate: start, since: observationBefore, now: lastObservation, seenAt: sample.time) }
+                if waiting {
+                    start = Self.waitBegan(
+                        estimate: start, since: observationBefore, now: lastObservation, seenAt: sample.time,
+                        seenInWaitAt: lastActivityChange.flatMap { $0 > testEnded.at ? $0 : nil })
+                }
             }
         } else {
             end = Self.boundary(
                 after: previousAttempt, seenAt: sample.time, activityChange: lastActivityChange, changes: changes, waiting: waiting)
-            start = waiting ? Self.waitBegan(estimate: end, since: observationBefore, now: lastObservation, seenAt: sample.time) : end
+            start =
+                waiting
+                ? Self.waitBegan(
+                    estimate: end, since: observationBefore, now: lastObservation, seenAt: sample.time,
+                    seenInWaitAt: lastActivityChange.flatMap { change in (previousAttempt.map { change > $0 } ?? true) ? change : nil })
+                : end
         }
         if let open = episode { episode?.lastTime = min(open.lastTime, max(end, open.startTime)) }
         let events = endEpisode(at: end, ending: .returnedToIdle)
@@ -488,11 +497,17 @@ public struct StallDetector: Sendable {
     /// so loaded that the agent's own probes are sparse, a midpoint between samples half a
     /// second apart dated a 1.6 s sleep after a 0.3 s CPU warm-up 0.25 s early; the counters
     /// date it to within a probe.
-    static func waitBegan(estimate: Double, since before: ThreadObservation?, now: ThreadObservation?, seenAt: Double) -> Double {
+    /// Never later than `seenInWaitAt`, the first probe that saw the thread in this wait: a
+    /// ptrace stop for a sample wakes a sleeping thread, and the CPU and queue time it takes to
+    /// go back to sleep would otherwise count as before the wait.
+    static func waitBegan(
+        estimate: Double, since before: ThreadObservation?, now: ThreadObservation?, seenAt: Double, seenInWaitAt: Double? = nil
+    ) -> Double {
         guard let before, let now, now.time > before.time, now.activity != .running else { return estimate }
         let ranOrQueued = Double((now.cpuNanos &+ now.runQueueNanos) &- (before.cpuNanos &+ before.runQueueNanos)) / 1e9
         guard ranOrQueued >= 0, ranOrQueued < 1e6 else { return estimate }
-        return min(max(estimate, before.time + ranOrQueued), seenAt)
+        let latest = seenInWaitAt.map { max(estimate, min($0, seenAt)) } ?? seenAt
+        return min(max(estimate, before.time + ranOrQueued), latest)
     }
 
     /// The process is known to have exited by itself (an exit status, not a signal): the next

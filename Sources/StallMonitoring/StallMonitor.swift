@@ -4,6 +4,7 @@ import StallDetection
 import StallProc
 import StallCapture
 import StallReports
+import CPosix
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -58,6 +59,12 @@ public final class StallMonitor {
     private var terminations: [Int: String] = [:]
     private var frameCache: [UInt64: SymbolizedFrame] = [:]
     private var kill: (stallID: Int, abortSentAt: Double, killed: Bool)?
+    /// With `--kill-after`: a pidfd opened at attach, so a signal can only reach the process
+    /// that was watched, never one that reused its pid; -1 when it could not be opened (the
+    /// kill is then refused, and said).
+    private var killHandle: Int32 = -1
+    private var lastFrozenCheck: (time: Double, frozen: Bool)?
+    private var killHandleError: String?
     private var firstWritten: [Int: Double] = [:]
     /// The other tracer that refused our captures, and what reports say about it.
     private var tracedBy: Int32?
@@ -168,6 +175,10 @@ public final class StallMonitor {
     ) throws {
         self.options = options
         self.appFrames = AppFrameRule(patterns: options.appFramePatterns)
+        if options.killAfter != nil {
+            killHandle = sa_pidfd_open(pid)
+            if killHandle < 0 { killHandleError = "pidfd_open: " + String(cString: strerror(errno)) }
+        }
         self.log = log
         self.fingerprints = fingerprints
         // Its age when the attach began, not after it: loading the modules' symbols can take
@@ -704,8 +715,20 @@ public final class StallMonitor {
         {
             activity = .idle
         }
+        if state == "D", activity.isBusy, isFrozen() { activity = .stopped }
         lastClassification = (state, syscall, activity)
         return activity
+    }
+
+    /// A frozen cgroup's threads wait in `D`: stopped, not in I/O (`CgroupFreezer`). Read at
+    /// most every quarter second: a thread in `D` outside a system call is classified at
+    /// every probe.
+    private func isFrozen() -> Bool {
+        let now = MonotonicTime.seconds()
+        if let last = lastFrozenCheck, now - last.time < 0.25 { return last.frozen }
+        let frozen = CgroupFreezer.isFrozen(pid: inspector.pid)
+        lastFrozenCheck = (now, frozen)
+        return frozen
     }
 
     private func resetEpisodeStatisticsIfNeeded() {
@@ -1210,7 +1233,7 @@ public final class StallMonitor {
             deadlock: snapshot.deadlock, lockOwnerName: lockOwners[snapshot.id]?.name,
             firstWrittenMonotonic: firstWritten[snapshot.id],
             reportPath: path, occurrence: decisions[snapshot.id]?.occurrence ?? 1,
-            terminated: terminations[snapshot.id] != nil)
+            terminated: terminations[snapshot.id].map { !$0.hasPrefix("not terminated") } ?? false)
         summary.record(stall)
         stallEvents?(.ended(stall: stall, report: report, message: StallSummaryLine.render(report, reportPath: path)))
         // The stall is over: nothing per stall stays behind (a watch of months sees millions).
@@ -1230,15 +1253,47 @@ public final class StallMonitor {
         else { return }
         if kill == nil || kill?.stallID != id {
             log("stallagent: stall #\(id) has lasted \(Format.seconds(age)) (--kill-after \(Format.seconds(limit))): sending SIGABRT to \(inspector.pid)")
-            terminations[id] = String(format: "terminated by stallagent with SIGABRT after %.2f s (--kill-after)", age)
-            Glibc.kill(inspector.pid, SIGABRT)
-            kill = (id, now, false)
+            if let refused = signal(SIGABRT) {
+                terminations[id] = "not terminated: SIGABRT after " + String(format: "%.2f", age) + " s (--kill-after) was refused: " + refused
+                kill = (id, now, true)
+            } else {
+                terminations[id] = String(format: "terminated by stallagent with SIGABRT after %.2f s (--kill-after)", age)
+                kill = (id, now, false)
+            }
         } else if let state = kill, !state.killed, now - state.abortSentAt >= options.killGrace {
             log("stallagent: \(inspector.pid) still alive \(Format.seconds(options.killGrace)) after SIGABRT: sending SIGKILL")
-            terminations[id] = String(format: "terminated by stallagent with SIGKILL after %.2f s (SIGABRT ignored for %.1f s)", age, options.killGrace)
-            Glibc.kill(inspector.pid, SIGKILL)
+            if let refused = signal(SIGKILL) {
+                terminations[id] =
+                    "not terminated: SIGABRT ignored for " + String(format: "%.1f", options.killGrace) + " s, then SIGKILL refused: " + refused
+            } else {
+                terminations[id] = String(
+                    format: "terminated by stallagent with SIGKILL after %.2f s (SIGABRT ignored for %.1f s)", age, options.killGrace)
+            }
             kill?.killed = true
         }
+    }
+
+    /// Signals the watched process through its pidfd. Returns why it did not happen, said on
+    /// stderr and kept for the report: a kill that silently failed read "terminated" before.
+    private func signal(_ number: Int32) -> String? {
+        let name = number == SIGKILL ? "SIGKILL" : "SIGABRT"
+        var reason: String?
+        if killHandle < 0 {
+            reason = "the process's identity cannot be proven (\(killHandleError ?? "no pidfd"))"
+        } else if sa_pidfd_send_signal(killHandle, number) != 0 {
+            let code = errno
+            reason = String(cString: strerror(code))
+            if code == EPERM {
+                reason! += "; signalling another user's process needs CAP_KILL (add it to the unit's CapabilityBoundingSet= and AmbientCapabilities=)"
+            }
+            if code == ESRCH { reason! += "; the process is gone" }
+        }
+        if let reason { log("stallagent: warning: \(name) not sent to \(inspector.pid): \(reason)") }
+        return reason
+    }
+
+    deinit {
+        if killHandle >= 0 { close(killHandle) }
     }
 }
 

@@ -11,7 +11,9 @@ public enum StallSummaryLine {
         if let name = r.culpritName { text += " in " + name }
         var notes = ["\(r.process.name)[\(r.process.pid)]", r.phase]
         if r.ongoing { notes.append("ongoing") }
-        if r.termination != nil { notes.append("terminated") }
+        if let termination = r.termination {
+            notes.append(termination.hasPrefix("not terminated") ? "kill refused" : "terminated")
+        }
         switch r.ending.flatMap(StallEnding.init(rawValue:)) {
         case .targetDied?: notes.append("died")
         case .targetExited?: notes.append("then exited")

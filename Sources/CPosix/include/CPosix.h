@@ -68,4 +68,12 @@ int sa_sealed_memfd(const char *name, const void *bytes, size_t length);
 /// are read together with the leader (PERF_FORMAT_GROUP). Returns the fd or -1 with errno.
 int sa_perf_tracepoint_counter(uint64_t config, pid_t tid, int group_fd);
 
+/// pidfd_open(2), close-on-exec: a descriptor that names this process, never a later one that
+/// reuses its pid. Returns the fd or -1 with errno.
+int sa_pidfd_open(pid_t pid);
+
+/// pidfd_send_signal(2): signals the process `pidfd` names, or fails with ESRCH once it is
+/// gone (even if its pid now names another). Returns 0 or -1 with errno.
+int sa_pidfd_send_signal(int pidfd, int sig);
+
 #endif

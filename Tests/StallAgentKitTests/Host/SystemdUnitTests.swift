@@ -63,6 +63,8 @@ import Testing
         #expect(text.contains("Type=notify") && text.contains("WatchdogSec="))
         #expect(text.contains("SystemCallFilter=@system-service ptrace"))
         #expect(text.contains("NoNewPrivileges=yes") && text.contains("StateDirectory=stallagent"))
+        // Issue 27: a family of hundreds of processes needs more than the default 1024.
+        #expect(text.contains("LimitNOFILE=65536"))
     }
 
     /// `journalctl -x` finds both message ids in the shipped catalog.
