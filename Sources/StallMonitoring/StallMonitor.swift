@@ -271,7 +271,7 @@ public final class StallMonitor {
     }
 
     /// Seconds since the process started, from its start time in clock ticks since boot.
-    static func processAge(pid: Int32) -> Double? {
+    public static func processAge(pid: Int32) -> Double? {
         guard let statText = try? ProcFS.readText("/proc/\(pid)/stat", pid: pid),
             let stat = ProcThreadStat.parse(statText),
             let uptimeText = try? ProcFS.readText("/proc/uptime"),

@@ -43,15 +43,10 @@ public final class TargetResolver {
     }
 
     static func resolvePidfile(_ path: String) -> Resolution {
-        guard let data = FileManager.default.contents(atPath: path) else {
-            return .notRunning("pidfile \(path) does not exist or cannot be read")
+        switch PidfileTrust.read(path) {
+        case .trusted(let pid): return .running(pid)
+        case .refused(let why): return .notRunning(why)
         }
-        let text = String(decoding: data.prefix(64), as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
-        guard let pid = Int32(text), pid > 0 else {
-            return .notRunning("pidfile \(path) holds '\(text.prefix(20))', not a process id")
-        }
-        guard isLiveProcess(pid) else { return .notRunning("pidfile \(path) names process \(pid), which is not running") }
-        return .running(pid)
     }
 
     func resolveUnit(_ unit: String) -> Resolution {
