@@ -345,9 +345,12 @@ public struct StallDetector: Sendable {
         var testEnded: MissedTest?
         if !testHeld, anchors.contains(where: { Self.isTestFunction($0.function) }) {
             guard let missed = current.testMissed else {
+                let inWait =
+                    [.blockedCall, .lockWait, .ioWait].contains(sample.activity) && lastObservation?.activity == sample.activity
                 episode?.testMissed = MissedTest(
                     at: sample.time, after: previousAttempt, changes: changes, lastChange: lastActivityChange,
-                    tests: outside.filter { Self.isTestFunction($0.function) })
+                    tests: outside.filter { Self.isTestFunction($0.function) },
+                    wait: inWait ? (observationBefore, lastObservation) : nil)
                 episode?.setAside = true
                 return []
             }
@@ -430,6 +433,14 @@ public struct StallDetector: Sendable {
             end = Self.boundary(
                 after: testEnded.after, seenAt: testEnded.at, activityChange: testEnded.lastChange, changes: testEnded.changes)
             start = end
+            // The sample set aside already showed the test seen now, in a wait: it began when the
+            // thread entered that wait, which the counters bound better than the midpoint (a
+            // unittest's subTests after a CPU-bound test were dated 0.27 s early beside two hogs).
+            if let wait = testEnded.wait {
+                start = Self.waitBegan(
+                    estimate: end, since: wait.before, now: wait.at, seenAt: testEnded.at,
+                    seenInWaitAt: testEnded.lastChange.flatMap { change in (testEnded.after.map { change > $0 } ?? true) ? change : nil })
+            }
             // The sample set aside showed another test: the test seen now began after it, not
             // where the held one ended (fast tests in between made a test 0.3 s long).
             let now = outside.filter { Self.isTestFunction($0.function) }
@@ -472,6 +483,9 @@ public struct StallDetector: Sendable {
         var lastChange: Double?
         /// The test functions it showed instead.
         var tests: Set<StallFrameTracker.Key>
+        /// When it found the thread in a wait: the probes at the sample before it and at it,
+        /// whose schedstat counters bound when the wait began (`waitBegan`).
+        var wait: (before: ThreadObservation?, at: ThreadObservation?)?
     }
 
     /// When work that changed between two samples changed: where the probes saw the thread's

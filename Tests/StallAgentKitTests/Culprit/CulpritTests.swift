@@ -104,3 +104,33 @@ import Testing
         #expect(otherLine != first)
     }
 }
+
+/// Issue 30: the same stall watched with `--pid` and wrapped with `-- COMMAND` has the same
+/// fingerprint (the report does not depend on how the agent was started).
+@Suite(.serialized) struct FingerprintAcrossModesTests {
+    static func fingerprints(in directory: String) -> [String] {
+        let files = ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []).filter { $0.hasSuffix(".json") }
+        return files.compactMap {
+            try? JSONDecoder().decode(StallReport.self, from: Data(contentsOf: URL(fileURLWithPath: directory + "/" + $0))).fingerprint
+        }
+    }
+
+    @Test func pidAndWrappedGiveOneFingerprint() throws {
+        let script = ["loop", "--script", "sleep:1.4", "--gap", "0.5", "--exit-when-done"]
+        let base = FileManager.default.temporaryDirectory.appendingPathComponent("fp-modes-\(UUID().uuidString.prefix(8))").path
+        defer { try? FileManager.default.removeItem(atPath: base) }
+
+        let fixture = try FixtureProcess(script)
+        let watched = try runCommand(FixtureProcess.stallagentURL, ["--pid", "\(fixture.pid)", "--report-dir", base + "/pid"], timeout: 30)
+        fixture.stop()
+        let wrapped = try runCommand(
+            FixtureProcess.stallagentURL, ["--report-dir", base + "/run", "--", FixtureProcess.executableURL.path] + script, timeout: 30)
+
+        let byPid = Self.fingerprints(in: base + "/pid")
+        let byRun = Self.fingerprints(in: base + "/run")
+        #expect(byPid.count == 1, "\(watched.stderr)")
+        #expect(byRun.count == 1, "\(wrapped.stderr)")
+        #expect(byPid.first?.hasPrefix("blocked-") == true)
+        #expect(byPid == byRun, "\(byPid) \(byRun)")
+    }
+}

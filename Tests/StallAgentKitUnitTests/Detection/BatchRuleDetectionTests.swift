@@ -300,6 +300,38 @@ struct BatchRuleDetectionTests {
         #expect(abs(stall.duration - 1.6) <= 0.06, "\(stall.duration)")
     }
 
+    /// A sleeping test right after a CPU-bound one, with the agent starved across the change:
+    /// the sample set aside (the CPU test missing) already shows the new test asleep, and the
+    /// new test is timed from its wait, not from the midpoint of the gap.
+    @Test func aSleepingTestAfterACPUTestAcrossAGapIsTimedFromItsWait() throws {
+        var d = detector()
+        func state(_ tick: Int) -> (ThreadActivity, [SampledFrame]) {
+            if tick < 20 { return (.running, Self.pyStack(["_start", "main", "Py_Initialize"])) }
+            if tick < 100 { return (.running, Self.pyStack(Self.pyRunner + ["py:test_fast_\(tick / 5)", "PyObject_Vectorcall"])) }
+            if tick < 250 { return (.running, Self.pyStack(Self.pyRunner + ["py:test_cpu", "PyLong_FromLong"])) }
+            return (.blockedCall, Self.pyStack(Self.pyRunner + ["py:test_sleep", "time_sleep", "clock_nanosleep"]))
+        }
+        var events: [DetectorEvent] = []
+        // Probes every 10 ms, but none from 2.42 s to 2.95 s.
+        let probes = Array(0..<242) + Array(stride(from: 295, through: 470, by: 1))
+        for tick in probes {
+            let now = Double(tick) * 0.01
+            let (activity, frames) = state(tick)
+            let cpu = UInt64(min(tick, 250)) * 10_000_000
+            events += d.observe(ThreadObservation(time: now, activity: activity, cpuNanos: cpu))
+            if d.wantsSample(at: now) {
+                events += d.record(StackSample(time: now, activity: activity, frames: frames))
+            }
+        }
+        events += d.observe(ThreadObservation(time: 4.7, activity: .running, cpuNanos: 2_600_000_000))
+        events += d.record(StackSample(time: 4.7, activity: .running, frames: Self.pyStack(Self.pyRunner + ["py:test_next", "PyObject_Vectorcall"])))
+        events += d.observe(ThreadObservation(time: 4.8, activity: .running, cpuNanos: 2_700_000_000))
+        events += d.record(StackSample(time: 4.8, activity: .running, frames: Self.pyStack(Self.pyRunner + ["py:test_next", "PyObject_Vectorcall"])))
+        let stalls = ended(events)
+        let sleep = try #require(stalls.first { $0.stallFrame?.function == "test_sleep" }, "\(stalls.map { ($0.stallFrame?.function ?? "?", $0.duration) })")
+        #expect(abs(sleep.duration - 2.0) <= 0.1, "\(sleep.duration)")
+    }
+
     @Test func aWaitBeganNoEarlierThanTheRunnableTimeBeforeIt() {
         let before = ThreadObservation(time: 1.0, activity: .running, cpuNanos: 500_000_000, runQueueNanos: 100_000_000)
         let now = ThreadObservation(time: 1.6, activity: .blockedCall, cpuNanos: 700_000_000, runQueueNanos: 200_000_000)

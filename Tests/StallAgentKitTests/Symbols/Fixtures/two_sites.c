@@ -14,7 +14,7 @@ __attribute__((noinline)) void handle(int which)
 
 int main(int argc, char **argv)
 {
-    usleep(100000);
+    usleep(400000); /* main alone first: a batch process's first sample must not land in handle */
     handle(argc > 1 && argv[1][0] == 'b');
     return 0;
 }
