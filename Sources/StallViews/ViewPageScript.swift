@@ -143,7 +143,9 @@ enum ViewPageScript {
               ctx.textAlign = "center";
               var text = step >= 864e5 || multiDay && step >= 36e5 ? clock(tick, true) : clock(tick);
               if (step < 1000) text += "." + String(new Date(tick).getMilliseconds()).padStart(3, "0");
-              ctx.fillText(text, x, tl.axisH / 2);
+              var half = ctx.measureText(text).width / 2;
+              // A label that would be cut at either edge is left out; its grid line stays.
+              if (x - half >= tl.labelW && x + half <= width - 2) ctx.fillText(text, x, tl.axisH / 2);
             }
             tl.bars = [];
             tl.rows.forEach(function (row, r) {
@@ -163,6 +165,11 @@ enum ViewPageScript {
                 lastX = Math.floor(x0); lastReason = s.reason;
                 ctx.fillStyle = color(s.reason);
                 ctx.fillRect(x0, y + 4, w, tl.rowH - 8);
+                if (w > 70) {
+                  // Wide enough to say what it was without hovering.
+                  var said = fitText(ctx, dur(s.duration) + " " + (s.culprit || s.reason), w - 8);
+                  if (said) { ctx.fillStyle = "#fff"; ctx.textAlign = "left"; ctx.fillText(said, x0 + 4, y + tl.rowH / 2); }
+                }
               });
             });
             if (selected >= 0) {
