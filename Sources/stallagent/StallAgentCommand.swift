@@ -25,7 +25,7 @@ struct StallAgentCommand: ParsableCommand {
             its own status whatever the value (128+N for signal N), 86 stalls with --on-stall \
             fail, 124 timeout, 125 agent error, 126 cannot execute, 127 not found.
             """,
-        subcommands: [Watch.self, Run.self, Dump.self, Symbolicate.self, View.self, Demo.self, GenerateManPage.self],
+        subcommands: [Watch.self, Run.self, Dump.self, Symbolicate.self, View.self, Top.self, Demo.self, GenerateManPage.self],
         defaultSubcommand: Watch.self
     )
 }
@@ -41,7 +41,7 @@ extension StallAgentCommand {
         return "stallagent \(AgentMetrics.version) (build-id \(buildID ?? "unknown"))"
     }
 
-    static let subcommandNames: Set<String> = ["watch", "run", "dump", "symbolicate", "view", "demo", "generate-man-page", "help"]
+    static let subcommandNames: Set<String> = ["watch", "run", "dump", "symbolicate", "view", "top", "demo", "generate-man-page", "help"]
 
     /// `stallagent [options] -- COMMAND` means `stallagent run [options] -- COMMAND`.
     /// In that mode every error of the agent's own, usage errors included, exits 125 like
