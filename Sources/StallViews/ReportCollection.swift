@@ -19,9 +19,15 @@ public struct LoadedReport: Sendable {
 public struct ReportCollection: Sendable {
     public var source: String
     public var reports: [LoadedReport]
+    /// The loops' health over time (`*.loop.jsonl`), when the directory records it.
+    public var health: [LoopHealthSample]
+    /// Lines of `*.loop.jsonl` files that did not parse (a line cut by a crash): skipped.
+    public var unreadableHealthLines: Int
 
-    public init(source: String, reports: [LoadedReport]) {
+    public init(source: String, reports: [LoadedReport], health: [LoopHealthSample] = [], unreadableHealthLines: Int = 0) {
         self.source = source
+        self.health = health.sorted { $0.time < $1.time }
+        self.unreadableHealthLines = unreadableHealthLines
         self.reports = reports.sorted { lhs, rhs in
             lhs.report.startTime != rhs.report.startTime
                 ? lhs.report.startTime < rhs.report.startTime : lhs.jsonPath < rhs.jsonPath
@@ -36,6 +42,7 @@ public struct ReportCollection: Sendable {
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else { throw ViewError.noSuchInput(path: path) }
         let files = isDirectory.boolValue ? jsonFiles(in: path, depth: 1) : [path]
+        let healthFiles = isDirectory.boolValue ? jsonFiles(in: path, depth: 1, suffix: ".loop.jsonl") : []
         guard !files.isEmpty else { throw ViewError.noReports(path: path) }
         // Thousands of reports decode in parallel: JSONDecoder is most of the time spent.
         let results = ParallelResults<Result<LoadedReport, ViewError>>(count: files.count)
@@ -47,10 +54,23 @@ public struct ReportCollection: Sendable {
         for result in results.values {
             reports.append(try result!.get())
         }
-        return ReportCollection(source: path, reports: reports)
+        var health: [LoopHealthSample] = []
+        var unreadable = 0
+        let decoder = JSONDecoder()
+        for file in healthFiles {
+            guard let text = try? String(contentsOfFile: file, encoding: .utf8) else { continue }
+            for line in text.split(separator: "\n") where !line.isEmpty {
+                if let sample = try? decoder.decode(LoopHealthSample.self, from: Data(line.utf8)) {
+                    health.append(sample)
+                } else {
+                    unreadable += 1
+                }
+            }
+        }
+        return ReportCollection(source: path, reports: reports, health: health, unreadableHealthLines: unreadable)
     }
 
-    static func jsonFiles(in directory: String, depth: Int) -> [String] {
+    static func jsonFiles(in directory: String, depth: Int, suffix: String = ".json") -> [String] {
         guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory) else { return [] }
         var files: [String] = []
         for name in names.sorted() where !name.hasPrefix(".") {
@@ -58,8 +78,8 @@ public struct ReportCollection: Sendable {
             var isDirectory: ObjCBool = false
             guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else { continue }
             if isDirectory.boolValue {
-                if depth > 0 { files += jsonFiles(in: path, depth: depth - 1) }
-            } else if name.hasSuffix(".json") && !name.hasSuffix(".speedscope.json") {
+                if depth > 0 { files += jsonFiles(in: path, depth: depth - 1, suffix: suffix) }
+            } else if name.hasSuffix(suffix) && !name.hasSuffix(".speedscope.json") {
                 files.append(path)
             }
         }

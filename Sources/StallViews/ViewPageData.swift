@@ -35,6 +35,9 @@ struct ViewPageData: Encodable {
         var path: String?
         var argv: [String]?
         var buildId: String?
+        /// [end ms, seconds, turns, busy seconds, longest turn seconds] per interval.
+        var health: [[Double]]?
+        var evidence: String?
     }
 
     struct Frame: Encodable {
@@ -179,7 +182,7 @@ struct ViewPageDataBuilder {
         detailEncoder.outputFormatting = [.withoutEscapingSlashes]
         for loaded in collection.reports {
             let r = loaded.report
-            let key = "\(r.hostname)\u{0}\(r.process.pid)\u{0}\(r.process.name)\u{0}\(r.process.unit ?? "")"
+            let key = targetKey(hostname: r.hostname, pid: r.process.pid, name: r.process.name, unit: r.process.unit)
             let t: Int
             if let known = targetIndex[key] {
                 t = known
@@ -242,14 +245,44 @@ struct ViewPageDataBuilder {
                     detail: String(decoding: try detailEncoder.encode(detail), as: UTF8.self)))
         }
         for index in fingerprints.indices { fingerprints[index].targets = fingerprintTargets[index].count }
+        // A process whose loop health is recorded gets its row even without a stall.
+        for sample in collection.health {
+            let t: Int
+            if let known = targetIndex[sample.targetKey] {
+                t = known
+            } else {
+                t = targets.count
+                targetIndex[sample.targetKey] = t
+                let base = "\(sample.name) [\(sample.pid)]"
+                targets.append(
+                    ViewPageData.Target(
+                        label: sample.unit.map { "\(base) · \($0)" } ?? base, name: sample.name, pid: sample.pid, unit: sample.unit,
+                        host: sample.hostname, path: nil, argv: nil, buildId: nil))
+            }
+            if targets[t].health == nil { targets[t].health = [] }
+            targets[t].health?.append([
+                (sample.time.timeIntervalSince1970 * 1000).rounded(), sample.seconds, Double(sample.turns), sample.busySeconds,
+                sample.longestTurnSeconds,
+            ])
+            targets[t].evidence = sample.evidence ?? targets[t].evidence
+        }
+        var healthNote: String?
+        if collection.health.isEmpty {
+            healthNote = "Loop health over time (turns per second, busy share) is not in this report directory (no *.loop.jsonl): only stalls are drawn."
+        } else if collection.unreadableHealthLines > 0 {
+            healthNote = "\(collection.unreadableHealthLines) line(s) of the loop-health files did not parse and were skipped."
+        }
         let reasons = StallReason.allKnown.map { ViewPageData.Reason(name: $0.name, code: $0.hexCode, meaning: Self.meaning($0)) }
         let formatter = ISO8601DateFormatter()
         return ViewPageData(
             title: "Stalls · " + (targets.count == 1 ? targets[0].label : "\(targets.count) processes"), source: collection.source,
             generated: formatter.string(from: now), generator: generator,
-            loopHealthNote:
-                "Loop health over time (turns per second, busy share) is not in report directories yet: only stalls are drawn.",
+            loopHealthNote: healthNote,
             strings: builder.strings, reasons: reasons, targets: targets, stalls: stalls, fingerprints: fingerprints)
+    }
+
+    static func targetKey(hostname: String, pid: Int32, name: String, unit: String?) -> String {
+        "\(hostname)\u{0}\(pid)\u{0}\(name)\u{0}\(unit ?? "")"
     }
 
     static func meaning(_ reason: StallReason) -> String {

@@ -89,6 +89,9 @@ enum ViewPageScript {
           $("title").textContent = data.title;
           var first = Infinity, last = -Infinity;
           stalls.forEach(function (s) { if (s.start < first) first = s.start; if (s.end > last) last = s.end; });
+          targets.forEach(function (t) {
+            (t.health || []).forEach(function (h) { first = Math.min(first, h[0] - h[1] * 1000); last = Math.max(last, h[0]); });
+          });
           var multiDay = last - first > 20 * 3600 * 1000;
           $("subtitle").textContent = stalls.length + (stalls.length === 1 ? " stall" : " stalls") + " in " + targets.length +
             (targets.length === 1 ? " process" : " processes") + ", " + clock(first, true) + " – " + clock(last, multiDay) +
@@ -110,7 +113,10 @@ enum ViewPageScript {
           if (data.loopHealthNote) { $("loop-note").textContent = data.loopHealthNote; $("loop-note").hidden = false; }
 
           // ---- timeline ----
-          var tl = { canvas: $("timeline"), t0: first, t1: Math.max(last, first + 1000), rows: [], bars: [], labelW: 210, rowH: 26, axisH: 26 };
+          var tl = { canvas: $("timeline"), t0: first, t1: Math.max(last, first + 1000), rows: [], bars: [], labelW: 210, rowH: 26, axisH: 26,
+                     healthH: 36, tops: [] };
+          // A row with loop health is taller: its stall bars, then busy share and turns/s.
+          function rowHeight(r) { return tl.rowH + (targets[r].health ? tl.healthH : 0); }
           (function () {
             var pad = (tl.t1 - tl.t0) * 0.02;
             tl.full0 = tl.t0 - pad; tl.full1 = tl.t1 + pad;
@@ -128,7 +134,9 @@ enum ViewPageScript {
           function drawTimeline() {
             var wrap = $("timeline-wrap");
             var width = Math.max(480, wrap.clientWidth);
-            var height = tl.axisH + tl.rows.length * tl.rowH + 6;
+            var height = tl.axisH + 6;
+            tl.tops = [];
+            tl.rows.forEach(function (row, r) { tl.tops.push(height - 6); height += rowHeight(r); });
             tl.plotW = width - tl.labelW - 12;
             var ctx = sizeCanvas(tl.canvas, width, height);
             ctx.clearRect(0, 0, width, height);
@@ -149,8 +157,9 @@ enum ViewPageScript {
             }
             tl.bars = [];
             tl.rows.forEach(function (row, r) {
-              var y = tl.axisH + r * tl.rowH;
-              if (r % 2 === 0) { ctx.fillStyle = "rgba(0,0,0,0.025)"; ctx.fillRect(0, y, width, tl.rowH); }
+              var y = tl.tops[r];
+              if (r % 2 === 0) { ctx.fillStyle = "rgba(0,0,0,0.025)"; ctx.fillRect(0, y, width, rowHeight(r)); }
+              if (targets[r].health) drawHealth(ctx, targets[r], y + tl.rowH, width);
               ctx.fillStyle = "#222"; ctx.textAlign = "left";
               ctx.fillText(fitText(ctx, targets[r].label, tl.labelW - 16), 8, y + tl.rowH / 2);
               var lastX = -1, lastReason = null;
@@ -181,6 +190,46 @@ enum ViewPageScript {
             }
             $("timeline-section").setAttribute("data-bars", String(tl.bars.length));
           }
+          // Busy share as a shaded area (0-100 % of the lane), turns per second as a line
+          // scaled to the row's highest.
+          function drawHealth(ctx, t, y, width) {
+            var h = tl.healthH - 6, maxTurns = 0;
+            t.health.forEach(function (p) { maxTurns = Math.max(maxTurns, p[2] / Math.max(p[1], 0.001)); });
+            ctx.save();
+            ctx.beginPath(); ctx.rect(tl.labelW, y, tl.plotW, h + 2); ctx.clip();
+            ctx.fillStyle = "rgba(217,72,59,0.28)";
+            t.health.forEach(function (p) {
+              var x0 = tlX(p[0] - p[1] * 1000), x1 = tlX(p[0]);
+              var busy = Math.min(1, p[3] / Math.max(p[1], 0.001));
+              ctx.fillRect(x0, y + h * (1 - busy), Math.max(1, x1 - x0), h * busy);
+            });
+            if (maxTurns > 0) {
+              ctx.strokeStyle = "#2757b7"; ctx.lineWidth = 1.5; ctx.beginPath();
+              t.health.forEach(function (p, k) {
+                var x = tlX(p[0] - p[1] * 500), v = p[2] / Math.max(p[1], 0.001);
+                var yy = y + h * (1 - v / maxTurns);
+                if (k === 0) ctx.moveTo(x, yy); else ctx.lineTo(x, yy);
+              });
+              ctx.stroke();
+            }
+            ctx.restore();
+            ctx.font = "11px system-ui, sans-serif"; ctx.textAlign = "left";
+            ctx.fillStyle = "#b03a2e"; ctx.fillText("busy %", 8, y + h / 2 - 6);
+            ctx.fillStyle = "#2757b7"; ctx.fillText("turns/s ≤ " + Math.round(maxTurns), 8, y + h / 2 + 8);
+            ctx.font = "12px system-ui, sans-serif";
+          }
+          function healthAt(x, y) {
+            for (var r = 0; r < targets.length; r++) {
+              var t = targets[r], top = tl.tops[r] + tl.rowH;
+              if (!t.health || y < top || y > top + tl.healthH || x < tl.labelW) continue;
+              var at = tl.v0 + (x - tl.labelW) / tl.plotW * (tl.v1 - tl.v0);
+              for (var k = 0; k < t.health.length; k++) {
+                var p = t.health[k];
+                if (at >= p[0] - p[1] * 1000 && at <= p[0]) return { t: t, p: p };
+              }
+            }
+            return null;
+          }
           function barAt(x, y) {
             var best = null, bestDist = 5;
             for (var k = 0; k < tl.bars.length; k++) {
@@ -206,7 +255,16 @@ enum ViewPageScript {
             }
             var b = barAt(p.x, p.y);
             tl.canvas.style.cursor = b ? "pointer" : "grab";
-            if (!b) { hideTip(); return; }
+            if (!b) {
+              var hp = healthAt(p.x, p.y);
+              if (!hp) { hideTip(); return; }
+              var q = hp.p, span = Math.max(q[1], 0.001);
+              showTip([hp.t.label + " · " + clock(q[0] - q[1] * 1000) + " – " + clock(q[0]),
+                       (q[2] / span).toFixed(1) + " turns/s · busy " + Math.round(100 * Math.min(1, q[3] / span)) + " %",
+                       "longest turn " + (q[4] > 0 ? dur(q[4]) : "—") + (hp.t.evidence ? " · turns from the " + hp.t.evidence : "")],
+                      e.clientX, e.clientY);
+              return;
+            }
             var s = stalls[b.i];
             showTip([s.code + " " + s.reason + " · " + dur(s.duration) + (s.ongoing ? " (ongoing)" : ""),
                      (s.culprit || "no stack") + (s.culpritAt ? "  " + s.culpritAt : ""),
@@ -554,6 +612,7 @@ enum ViewPageScript {
             result.flameNodes = +fl.canvas.getAttribute("data-nodes");
             result.treeSamples = fl.root ? fl.root.count : 0;
             result.parseMs = parseMs;
+            result.healthRows = targets.filter(function (t) { return t.health; }).length;
             result.title = $("stall-title").textContent;
             result.badge = $("stall-badge").textContent;
             result.culprit = document.querySelector("#stall-facts .culprit").textContent;

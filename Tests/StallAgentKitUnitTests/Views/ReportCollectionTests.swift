@@ -63,3 +63,47 @@ struct ReportCollectionTests {
         }
     }
 }
+
+@Suite("Loop health for view")
+struct LoopHealthTests {
+    @Test func healthLinesAreReadAndGiveTheirProcessARow() throws {
+        let fixtures = ViewFixtures.reports()
+        let directory = try ViewFixtures.directory(fixtures)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let report = fixtures[0].report
+        let samples = (1...3).map { index in
+            LoopHealthSample(
+                time: report.startTime.addingTimeInterval(Double(index)), seconds: 1, pid: report.process.pid, name: report.process.name,
+                hostname: report.hostname, turns: UInt64(100 * index), busySeconds: 0.25 * Double(index), longestTurnSeconds: 0.01,
+                evidence: "kernel counter")
+        }
+        let idle = LoopHealthSample(
+            time: report.startTime, seconds: 1, pid: 999, name: "quiet", hostname: report.hostname, turns: 50, busySeconds: 0,
+            longestTurnSeconds: 0)
+        let encoder = JSONEncoder()
+        var text = try (samples + [idle]).map { String(decoding: try encoder.encode($0), as: UTF8.self) }.joined(separator: "\n")
+        text += "\n{\"time\": \"cut short"
+        try Data(text.utf8).write(to: URL(fileURLWithPath: directory + "/app_1234.loop.jsonl"))
+
+        let collection = try ReportCollection.load(directory)
+        #expect(collection.reports.count == 2)
+        #expect(collection.health.count == 4)
+        #expect(collection.unreadableHealthLines == 1)
+        #expect(collection.health.filter { $0.pid == report.process.pid }.map(\.turns) == [100, 200, 300])
+
+        let page = try ViewPageDataBuilder.build(collection, generator: "test")
+        #expect(page.targets.count == 2)
+        #expect(page.targets[0].health?.map { $0[2] } == [100, 200, 300])
+        #expect(page.targets[0].evidence == "kernel counter")
+        #expect(page.targets[1].label == "quiet [999]" && page.targets[1].health?.count == 1)
+        #expect(page.loopHealthNote == "1 line(s) of the loop-health files did not parse and were skipped.")
+    }
+
+    @Test func withoutHealthFilesThePageSaysWhatIsMissing() throws {
+        let directory = try ViewFixtures.directory(ViewFixtures.reports())
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let page = try ViewPageDataBuilder.build(try ReportCollection.load(directory), generator: "test")
+        #expect(page.targets.allSatisfy { $0.health == nil })
+        #expect(page.loopHealthNote?.contains("no *.loop.jsonl") == true)
+    }
+}
