@@ -46,7 +46,7 @@ public struct LoopHealthSample: Codable, Sendable, Equatable {
     public init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
         let text = try c.decode(String.self, forKey: .time)
-        guard let time = Self.parseDate(text) else {
+        guard let time = ReportTime.parse(text) else {
             throw DecodingError.dataCorruptedError(forKey: .time, in: c, debugDescription: "not an ISO-8601 time: \(text)")
         }
         self.time = time
@@ -73,16 +73,6 @@ public struct LoopHealthSample: Codable, Sendable, Equatable {
         try c.encode(busySeconds, forKey: .busySeconds)
         try c.encode(longestTurnSeconds, forKey: .longestTurnSeconds)
         try c.encode(evidence, forKey: .evidence)
-    }
-
-    /// What `ReportTime.iso8601` writes (local time with its offset, milliseconds), or plain
-    /// ISO-8601 without fractions.
-    static func parseDate(_ text: String) -> Date? {
-        let formatter = ISO8601DateFormatter()
-        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-        if let date = formatter.date(from: text) { return date }
-        formatter.formatOptions = [.withInternetDateTime]
-        return formatter.date(from: text)
     }
 
     /// The same key stall reports are grouped by, so a process's health and its stalls share
