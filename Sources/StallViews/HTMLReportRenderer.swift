@@ -111,16 +111,20 @@ public enum HTMLReportRenderer {
     /// old parsers, `>` and `&`) inside strings becomes a \u escape, which JSON.parse reads back
     /// as the same character. Outside strings JSON has none of these bytes.
     static func scriptSafe(_ json: Data) -> Data {
-        var out = Data()
+        var out = [UInt8]()
         out.reserveCapacity(json.count + json.count / 16)
-        for byte in json {
-            switch byte {
-            case UInt8(ascii: "<"): out.append(contentsOf: Array("\\u003c".utf8))
-            case UInt8(ascii: ">"): out.append(contentsOf: Array("\\u003e".utf8))
-            case UInt8(ascii: "&"): out.append(contentsOf: Array("\\u0026".utf8))
-            default: out.append(byte)
+        let escapes: [UInt8: [UInt8]] = [
+            UInt8(ascii: "<"): Array("\\u003c".utf8), UInt8(ascii: ">"): Array("\\u003e".utf8), UInt8(ascii: "&"): Array("\\u0026".utf8),
+        ]
+        json.withUnsafeBytes { (bytes: UnsafeRawBufferPointer) in
+            for byte in bytes {
+                if byte == UInt8(ascii: "<") || byte == UInt8(ascii: ">") || byte == UInt8(ascii: "&") {
+                    out += escapes[byte]!
+                } else {
+                    out.append(byte)
+                }
             }
         }
-        return out
+        return Data(out)
     }
 }
