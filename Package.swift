@@ -12,6 +12,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-collections", from: "1.6.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
         .package(url: "https://github.com/jpsim/Yams", from: "6.2.2"),
+        .package(url: "https://github.com/apple/swift-protobuf", from: "1.39.0"),
     ],
     targets: [
         // ptrace is variadic in glibc and waitpid's status macros are function-like:
@@ -36,6 +37,10 @@ let package = Package(
         .systemLibrary(
             name: "CLzma", pkgConfig: "liblzma",
             providers: [.apt(["liblzma-dev"])]),
+        // zlib: pprof files are gzipped protobuf.
+        .systemLibrary(
+            name: "CZlib", pkgConfig: "zlib",
+            providers: [.apt(["zlib1g-dev"])]),
         // Probe classification, episodes, heaviest stack, annealing: pure Swift, no system or
         // C module, driven by a clock it is given. The compiler keeps it free of ptrace and files.
         .target(
@@ -59,6 +64,14 @@ let package = Package(
         .target(
             name: "StallReports",
             dependencies: ["StallDetection", "StallCapture"]),
+        // Pictures of report directories (HTML, SVG flame graphs, speedscope, pprof): reads
+        // report files and writes one file; never touches a process.
+        .target(
+            name: "StallViews",
+            dependencies: [
+                "StallDetection", "StallCapture", "StallReports", "CZlib",
+                .product(name: "SwiftProtobuf", package: "swift-protobuf"),
+            ]),
         // The watch loop: probes, the detector, captures on its schedule, reports; settings.
         .target(
             name: "StallMonitoring",
@@ -81,6 +94,7 @@ let package = Package(
             name: "stallagent",
             dependencies: [
                 "StallDetection", "StallProc", "StallCapture", "StallReports", "StallMonitoring", "StallWrapper", "StallHost",
+                "StallViews",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]),
         // The performance figures behind the goals (scripts/bench); not part of the product.
@@ -98,13 +112,17 @@ let package = Package(
         // Pure and fast: the detector, reports, parsers, settings files; no process is started.
         .testTarget(
             name: "StallAgentKitUnitTests",
-            dependencies: ["StallDetection", "StallProc", "StallCapture", "StallReports", "StallMonitoring", "StallWrapper", "StallHost"]),
+            dependencies: [
+                "StallDetection", "StallProc", "StallCapture", "StallReports", "StallMonitoring", "StallWrapper", "StallHost",
+                "StallViews",
+            ]),
         // Against real processes under real ptrace (fixtures, the agent binary, real programs).
         // Support/Shared links the unit target's report and detection scaffolding.
         .testTarget(
             name: "StallAgentKitTests",
             dependencies: [
-                "StallDetection", "StallProc", "StallCapture", "StallReports", "StallMonitoring", "StallWrapper", "StallHost", "CPosix", "stall-fixtures",
+                "StallDetection", "StallProc", "StallCapture", "StallReports", "StallMonitoring", "StallWrapper", "StallHost", "StallViews",
+                "CPosix", "stall-fixtures",
             ],
             // Sources of programs the tests compile themselves (C, C++, Swift, Rust).
             exclude: ["Symbols/Fixtures"]),

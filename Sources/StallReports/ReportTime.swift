@@ -21,6 +21,65 @@ public enum ReportTime {
         return day(t, "-") + "T" + time(t) + "." + pad(millis, 3) + zone
     }
 
+    /// Reads what `iso8601` writes, and ISO-8601 without fractions or with `±hhmm`: by hand,
+    /// not with a DateFormatter (~0.2-0.5 ms a date here, which was half of reading 10 000
+    /// reports for `view`). Nil for anything else.
+    public static func parse(_ text: String) -> Date? {
+        let b = Array(text.utf8)
+        func number(_ start: Int, _ count: Int) -> Int? {
+            guard start + count <= b.count else { return nil }
+            var value = 0
+            for i in start..<(start + count) {
+                guard b[i] >= 48, b[i] <= 57 else { return nil }
+                value = value * 10 + Int(b[i] - 48)
+            }
+            return value
+        }
+        guard b.count >= 20, b[4] == UInt8(ascii: "-"), b[7] == UInt8(ascii: "-"), b[10] == UInt8(ascii: "T"),
+            b[13] == UInt8(ascii: ":"), b[16] == UInt8(ascii: ":"),
+            let year = number(0, 4), let month = number(5, 2), let day = number(8, 2), let hour = number(11, 2),
+            let minute = number(14, 2), let second = number(17, 2),
+            (1...12).contains(month), (1...31).contains(day), hour < 24, minute < 60, second < 61
+        else { return nil }
+        var index = 19
+        var fraction = 0.0
+        if index < b.count, b[index] == UInt8(ascii: ".") {
+            index += 1
+            var scale = 0.1
+            let start = index
+            while index < b.count, b[index] >= 48, b[index] <= 57 {
+                fraction += Double(b[index] - 48) * scale
+                scale /= 10
+                index += 1
+            }
+            guard index > start else { return nil }
+        }
+        guard index < b.count else { return nil }
+        var offset = 0
+        if b[index] == UInt8(ascii: "Z") {
+            index += 1
+        } else if b[index] == UInt8(ascii: "+") || b[index] == UInt8(ascii: "-") {
+            let sign = b[index] == UInt8(ascii: "-") ? -1 : 1
+            guard let hours = number(index + 1, 2) else { return nil }
+            let colon = index + 3 < b.count && b[index + 3] == UInt8(ascii: ":")
+            guard let minutes = number(index + (colon ? 4 : 3), 2), hours < 24, minutes < 60 else { return nil }
+            offset = sign * (hours * 3600 + minutes * 60)
+            index += colon ? 6 : 5
+        } else {
+            return nil
+        }
+        guard index == b.count else { return nil }
+        var t = tm()
+        t.tm_year = Int32(year - 1900)
+        t.tm_mon = Int32(month - 1)
+        t.tm_mday = Int32(day)
+        t.tm_hour = Int32(hour)
+        t.tm_min = Int32(minute)
+        t.tm_sec = Int32(second)
+        let utc = timegm(&t)
+        return Date(timeIntervalSince1970: Double(utc - offset) + fraction)
+    }
+
     /// `2026-11-21 09:22:39.123 +0100`, as `yyyy-MM-dd HH:mm:ss.SSS Z`.
     public static func human(_ date: Date) -> String {
         let (t, millis) = local(date)

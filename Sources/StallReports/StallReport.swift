@@ -303,6 +303,7 @@ public struct StallReport: Codable, Sendable {
 
     /// Reads what `ReportTime.iso8601` writes, and plain ISO-8601 with or without fractions.
     static func parseDate(_ text: String) -> Date? {
+        if let date = ReportTime.parse(text) { return date }
         let formatter = DateFormatter()
         formatter.locale = Locale(identifier: "en_US_POSIX")
         for format in ["yyyy-MM-dd'T'HH:mm:ss.SSSZZZZZ", "yyyy-MM-dd'T'HH:mm:ssZZZZZ"] {

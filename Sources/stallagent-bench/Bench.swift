@@ -41,6 +41,9 @@ struct Bench: ParsableCommand {
     @Flag(help: "Only the dump-vs-eu-stack and watch-RSS figures against Debian's Python, Redis, PostgreSQL, Node.js.")
     var dumpOnly = false
 
+    @Flag(help: "Only the view figure (issue 29: 10 000 stalls drawn by `stallagent view`, opened in headless chromium).")
+    var viewOnly = false
+
     @Flag(help: "Shorter runs.")
     var quick = false
 
@@ -77,6 +80,10 @@ struct Bench: ParsableCommand {
                 try ScaleBenchmark(fixtures: fixturesURL, agentBinary: agentBinary).run(quick: quick)
                 return
             }
+            if viewOnly {
+                try ViewBenchmark(fixtures: fixturesURL, agentBinary: agentBinary).run(quick: quick)
+                return
+            }
             if dumpOnly {
                 try DumpBenchmark(agentBinary: agentBinary).run(quick: quick)
                 return
@@ -100,6 +107,8 @@ struct Bench: ParsableCommand {
                 try DumpBenchmark(agentBinary: agentBinary).run(quick: quick)
                 print("")
                 try ScaleBenchmark(fixtures: fixturesURL, agentBinary: agentBinary).run(quick: quick)
+                print("")
+                try ViewBenchmark(fixtures: fixturesURL, agentBinary: agentBinary).run(quick: quick)
             }
         }
     }

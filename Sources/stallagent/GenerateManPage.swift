@@ -23,6 +23,12 @@ struct GenerateManPage: ParsableCommand {
             .B stallagent dump
             \\fB\\-\\-pid\\fR \\fIPID\\fR
             .br
+            .B stallagent view
+            \\fIDIR\\fR [\\fB\\-o\\fR \\fIFILE\\fR] [\\fB\\-\\-format\\fR html|svg|speedscope|pprof]
+            .br
+            .B stallagent top
+            \\fB\\-\\-pid\\fR \\fIPID\\fR...
+            .br
             .B stallagent demo
             .SH DESCRIPTION
 
@@ -30,7 +36,7 @@ struct GenerateManPage: ParsableCommand {
         page += escape(StallAgentCommand.configuration.discussion) + "\n"
         let commands: [(String, ParsableCommand.Type)] = [
             ("watch (the default)", Watch.self), ("run (stallagent [options] \\-\\- COMMAND)", Run.self),
-            ("dump", Dump.self), ("demo", Demo.self),
+            ("dump", Dump.self), ("view", View.self), ("top", Top.self), ("demo", Demo.self),
         ]
         for (title, command) in commands {
             page += ".SH \"COMMAND: \(title.uppercased())\"\n.nf\n"

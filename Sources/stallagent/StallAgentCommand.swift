@@ -20,12 +20,12 @@ struct StallAgentCommand: ParsableCommand {
 
             `stallagent --version` prints the version and the binary's build-id. Exit codes: 0 success; 3 no such process / it exited; 4 permission denied; \
             5 not traceable (zombie, kernel thread, already traced); 6 capture timed out; \
-            64 bad arguments; 69 metrics address unusable (e.g. port in use); 73 report \
-            directory unusable; 78 bad configuration file; 1 other errors. Wrapping a command: \
+            64 bad arguments; 65 a report that does not parse (view); 66 no reports to read (view); \
+            69 metrics address unusable (e.g. port in use); 73 report directory (or view's output) unusable; 78 bad configuration file; 1 other errors. Wrapping a command: \
             its own status whatever the value (128+N for signal N), 86 stalls with --on-stall \
             fail, 124 timeout, 125 agent error, 126 cannot execute, 127 not found.
             """,
-        subcommands: [Watch.self, Run.self, Dump.self, Symbolicate.self, Demo.self, GenerateManPage.self],
+        subcommands: [Watch.self, Run.self, Dump.self, Symbolicate.self, View.self, Top.self, Demo.self, GenerateManPage.self],
         defaultSubcommand: Watch.self
     )
 }
@@ -41,7 +41,7 @@ extension StallAgentCommand {
         return "stallagent \(AgentMetrics.version) (build-id \(buildID ?? "unknown"))"
     }
 
-    static let subcommandNames: Set<String> = ["watch", "run", "dump", "symbolicate", "demo", "generate-man-page", "help"]
+    static let subcommandNames: Set<String> = ["watch", "run", "dump", "symbolicate", "view", "top", "demo", "generate-man-page", "help"]
 
     /// `stallagent [options] -- COMMAND` means `stallagent run [options] -- COMMAND`.
     /// In that mode every error of the agent's own, usage errors included, exits 125 like

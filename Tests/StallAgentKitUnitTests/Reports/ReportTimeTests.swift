@@ -53,4 +53,30 @@ import Glibc
             #expect(ReportTime.fileStamp(t) == Self.formatter("yyyyMMdd-HHmmss", zone).string(from: date))
         }
     }
+
+    /// `parse` reads back what `iso8601` writes at any offset, to the millisecond, and agrees
+    /// with DateFormatter on the forms it accepts.
+    @Test(arguments: [0, 3600, -12600, 19800, -36000])
+    func parseReadsWhatIso8601Writes(_ offset: Int) throws {
+        let zone = try #require(TimeZone(secondsFromGMT: offset))
+        for date in Self.dates {
+            let text = Self.formatter("yyyy-MM-dd'T'HH:mm:ss.SSSZZZZZ", zone).string(from: date)
+            let parsed = try #require(ReportTime.parse(text), "\(text)")
+            #expect(abs(parsed.timeIntervalSince1970 - (date.timeIntervalSince1970 * 1000).rounded(.down) / 1000) < 0.0005, "\(text)")
+            let plain = Self.formatter("yyyy-MM-dd'T'HH:mm:ssZ", zone).string(from: date)
+            #expect(ReportTime.parse(plain) == Self.formatter("yyyy-MM-dd'T'HH:mm:ssZ", zone).date(from: plain), "\(plain)")
+        }
+        #expect(ReportTime.parse(ReportTime.iso8601(Self.dates[0])).map { abs($0.timeIntervalSince(Self.dates[0])) < 0.001 } == true)
+    }
+
+    @Test func parseRefusesWhatIsNotATimestamp() {
+        for text in [
+            "", "2026-11-21", "2026-11-21T09:22:39", "2026-11-21T09:22:39.+01:00", "2026-13-21T09:22:39Z", "2026-11-21T25:22:39Z",
+            "2026-11-21T09:22:39.123+1", "2026-11-21T09:22:39.123Zjunk", "2026-11-21 09:22:39Z", "x026-11-21T09:22:39Z",
+        ] {
+            #expect(ReportTime.parse(text) == nil, "\(text)")
+        }
+        #expect(ReportTime.parse("2026-11-21T09:22:39Z") == Date(timeIntervalSince1970: 1_795_252_959))
+        #expect(ReportTime.parse("2026-11-21T10:22:39.500+01:00") == Date(timeIntervalSince1970: 1_795_252_959.5))
+    }
 }
