@@ -282,6 +282,12 @@ public final class StallMonitor {
 
     private var startTime = 0.0
     private var nextModuleCheck = 0.0
+    /// Loop health for `stallagent view`, appended to the report directory every
+    /// `healthInterval` of watching and at the end: turns, busy time and the longest turn
+    /// since the last line.
+    private static let healthInterval = 5.0
+    private var health: (time: Double, turns: UInt64, busy: Double)?
+    private var healthLongestTurn = 0.0
     /// A module check ran since the watch began. Until then the thread is not put to sleep: a
     /// process found between its fork and its exec may have had its new maps read while its
     /// name was still the old one, and only that check (or the thread waking) renames it.
@@ -413,7 +419,24 @@ public final class StallMonitor {
             nextModuleCheck = now + 1
             identityChecked = true
         }
+        if health == nil || now - health!.time >= Self.healthInterval { recordLoopHealth(at: now) }
         return true
+    }
+
+    private func recordLoopHealth(at now: Double) {
+        accountIdleTime(until: now)
+        let busy = stateSeconds.filter { $0.key.isBusy }.values.reduce(0, +)
+        defer {
+            health = (now, loopTurnCount, busy)
+            healthLongestTurn = 0
+        }
+        // The first point only starts the count; a process watched under a second says nothing.
+        guard let last = health, now > last.time else { return }
+        writer.appendLoopHealth(
+            LoopHealthSample(
+                time: Date(), seconds: now - last.time, pid: processInfo.pid, name: processInfo.name, hostname: hostname,
+                unit: options.unit, turns: loopTurnCount &- last.turns, busySeconds: max(0, busy - last.busy),
+                longestTurnSeconds: healthLongestTurn, evidence: loopTurnEvidence.rawValue))
     }
 
     /// A new name or stack base in a fresh stat since the last look (see `identityMoved(in:)`).
@@ -551,12 +574,15 @@ public final class StallMonitor {
     /// Ends the watch with the target still alive: an open stall is finalised.
     public func stop(at now: Double) {
         guard !finished else { return }
+        recordLoopHealth(at: now)
         handle(detector.finish(at: now, targetGone: false))
         finished = true
     }
 
     /// Detaches anything pending and fills in the summary's totals.
     public func end() -> MonitorSummary {
+        // The last stretch of loop health, up to the exit (`stop` wrote it for a watch that ended).
+        if let last = health, MonotonicTime.seconds() - last.time >= 1 { recordLoopHealth(at: MonotonicTime.seconds()) }
         inspector.capturer.reapPending(final: true)
         // Final reports still waiting on debuginfod downloads: a short wait, not the whole
         // deadline, so a hung server cannot hold up a wrapped command's exit for long.
@@ -1143,6 +1169,7 @@ public final class StallMonitor {
             case .episodeEnded(let episode):
                 turnLengths.add(episode.duration)
                 if pendingTurnLengths.count < 4096 { pendingTurnLengths.append(episode.duration) }
+                healthLongestTurn = max(healthLongestTurn, episode.duration)
             case .launchPhaseEnded:
                 break
             }

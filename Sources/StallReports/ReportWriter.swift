@@ -158,6 +158,26 @@ public final class ReportWriter: Sendable {
         return "\(name)_\(r.process.pid)_\(ReportTime.fileStamp(r.startTime))_\(reason)_\(r.id)-\(Self.processInstance)"
     }
 
+    /// The longest a process's `*.loop.jsonl` grows: one line every 5 s is ~17 000 lines a
+    /// day; past this the agent stops appending (retention removes reports, not these).
+    public static let loopHealthLimit = 8 << 20
+
+    /// Appends one interval of a process's loop health to `<name>_<pid>-<instance>.loop.jsonl`
+    /// (what `stallagent view` draws as busy share and turns per second). Opened by name in
+    /// the kept directory, never through a link; a line is one `write`, so a crash cuts at
+    /// most the last one. Best effort: a full disk loses a line, not a report.
+    public func appendLoopHealth(_ sample: LoopHealthSample) {
+        guard var line = try? JSONEncoder().encode(sample) else { return }
+        line.append(0x0a)
+        let name = "\(Self.sanitize(sample.name, fallback: "process"))_\(sample.pid)-\(Self.processInstance).loop.jsonl"
+        let fd = openat(directoryFD, name, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, Self.fileMode)
+        guard fd >= 0 else { return }
+        defer { close(fd) }
+        var info = stat()
+        guard fstat(fd, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG, info.st_size < Self.loopHealthLimit else { return }
+        _ = line.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
+    }
+
     /// `stem` overrides the name derived from the report (a rewrite of an existing file).
     /// Each format is rendered on its own: one that cannot be rendered is left out (and named
     /// in the thrown `ReportWriteError.formatsFailed` after the others are written), so a

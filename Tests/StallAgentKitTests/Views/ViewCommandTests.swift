@@ -55,6 +55,11 @@ import Glibc
         #expect(json["errors"] as? [String] == [])
         #expect(json["stallCount"] as? Int == loaded.count)
         #expect(json["bars"] as? Int == loaded.count)
+        // The monitor recorded the loop's health (`*.loop.jsonl`), and the page draws it.
+        let health = try ReportCollection.load(directory).health
+        #expect(!health.isEmpty && health.allSatisfy { $0.seconds > 0 && $0.busySeconds <= $0.seconds * 1.05 }, "\(health)")
+        #expect(health.contains { $0.turns > 0 }, "\(health)")
+        #expect(json["healthRows"] as? Int == 1, "\(selftest)")
         // The click on the first stall's bar selected it and drew its flame graph.
         #expect(json["flameNodesBefore"] as? Int == 0)
         #expect(json["clickedStall"] as? Int == 0)

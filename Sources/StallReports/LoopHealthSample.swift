@@ -1,5 +1,4 @@
 import Foundation
-import StallReports
 
 /// One interval of a watched loop's health, as a report directory would record it in
 /// `*.loop.jsonl` (one JSON object a line, appended by the monitor): the turns of the loop
@@ -74,8 +73,4 @@ public struct LoopHealthSample: Codable, Sendable, Equatable {
         try c.encode(longestTurnSeconds, forKey: .longestTurnSeconds)
         try c.encode(evidence, forKey: .evidence)
     }
-
-    /// The same key stall reports are grouped by, so a process's health and its stalls share
-    /// a timeline row.
-    var targetKey: String { ViewPageDataBuilder.targetKey(hostname: hostname, pid: pid, name: name, unit: unit) }
 }
