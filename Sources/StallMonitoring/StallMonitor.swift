@@ -430,8 +430,9 @@ public final class StallMonitor {
             health = (now, loopTurnCount, busy)
             healthLongestTurn = 0
         }
-        // The first point only starts the count; a process watched under a second says nothing.
-        guard let last = health, now > last.time else { return }
+        // The first point only starts the count; a process watched under a second says nothing,
+        // and one with no loop (a test runner, a shell waiting for its child) has no turns.
+        guard let last = health, now > last.time, kind == .loop else { return }
         writer.appendLoopHealth(
             LoopHealthSample(
                 time: Date(), seconds: now - last.time, pid: processInfo.pid, name: processInfo.name, hostname: hostname,

@@ -165,7 +165,7 @@ public final class ReportWriter: Sendable {
     /// Appends one interval of a process's loop health to `<name>_<pid>-<instance>.loop.jsonl`
     /// (what `stallagent view` draws as busy share and turns per second). Opened by name in
     /// the kept directory, never through a link; a line is one `write`, so a crash cuts at
-    /// most the last one. Best effort: a full disk loses a line, not a report.
+    /// most the last one. Best effort: a full disk loses the line and leaves nothing of it.
     public func appendLoopHealth(_ sample: LoopHealthSample) {
         guard var line = try? JSONEncoder().encode(sample) else { return }
         line.append(0x0a)
@@ -175,7 +175,14 @@ public final class ReportWriter: Sendable {
         defer { close(fd) }
         var info = stat()
         guard fstat(fd, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG, info.st_size < Self.loopHealthLimit else { return }
-        _ = line.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
+        let written = line.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
+        guard written != line.count else { return }
+        // A full disk: no half line is left behind, nor an empty file this call created.
+        if info.st_size == 0 {
+            unlinkat(directoryFD, name, 0)
+        } else {
+            _ = ftruncate(fd, info.st_size)
+        }
     }
 
     /// `stem` overrides the name derived from the report (a rewrite of an existing file).

@@ -317,7 +317,10 @@ import Glibc
         let fixture = try FixtureProcess(["loop", "--script", "spin:1.3", "--gap", "0.3", "--exit-when-done"])
         let result = try runCommand(agent, ["--pid", "\(fixture.pid)", "--report-dir", dir, "--max-reports", "3", "--launch-threshold", "1s"], timeout: 30)
         #expect(result.status == 0)
-        let stems = Set(try FileManager.default.contentsOfDirectory(atPath: dir).filter { !$0.hasPrefix(".") }.map { $0.split(separator: ".")[0] })
+        // Reports only: the loop's health lines (`*.loop.jsonl`) are not reports.
+        let stems = Set(
+            try FileManager.default.contentsOfDirectory(atPath: dir).filter { !$0.hasPrefix(".") && !$0.hasSuffix(".loop.jsonl") }
+                .map { $0.split(separator: ".")[0] })
         #expect(stems.count == 3, "\(stems)")
         #expect(stems.contains { $0.hasPrefix("stall-fixtures_") }, "\(stems)")
         #expect(result.stderr.contains("retention: removed"), "\(result.stderr)")

@@ -76,7 +76,8 @@ import Glibc
         let screens = try session.watch(timeout: 25) { screen in
             if let row = Self.row(busy.pid, in: screen), row.count >= 5 {
                 sawTurns = max(sawTurns, Double(row[3]) ?? 0)
-                if row[2] == "hang" { sawStall = true }
+                // Beside CPU hogs the same stall shows as starved while it waits for a CPU.
+                if row[2] == "hang" || row[2] == "starved" { sawStall = true }
                 if let stalls = Int(row.last!), stalls >= 1, sawStall { return true }
             }
             return false
