@@ -439,7 +439,7 @@ public struct StallDetector: Sendable {
             if let wait = testEnded.wait {
                 start = Self.waitBegan(
                     estimate: end, since: wait.before, now: wait.at, seenAt: testEnded.at,
-                    seenInWaitAt: testEnded.lastChange.flatMap { change in (testEnded.after.map { change > $0 } ?? true) ? change : nil })
+                    seenInWaitAt: Self.change(testEnded.lastChange, after: testEnded.after))
             }
             // The sample set aside showed another test: the test seen now began after it, not
             // where the held one ended (fast tests in between made a test 0.3 s long).
@@ -450,7 +450,7 @@ public struct StallDetector: Sendable {
                 if waiting {
                     start = Self.waitBegan(
                         estimate: start, since: observationBefore, now: lastObservation, seenAt: sample.time,
-                        seenInWaitAt: lastActivityChange.flatMap { $0 > testEnded.at ? $0 : nil })
+                        seenInWaitAt: Self.change(lastActivityChange, after: testEnded.at))
                 }
             }
         } else {
@@ -460,7 +460,7 @@ public struct StallDetector: Sendable {
                 waiting
                 ? Self.waitBegan(
                     estimate: end, since: observationBefore, now: lastObservation, seenAt: sample.time,
-                    seenInWaitAt: lastActivityChange.flatMap { change in (previousAttempt.map { change > $0 } ?? true) ? change : nil })
+                    seenInWaitAt: Self.change(lastActivityChange, after: previousAttempt))
                 : end
         }
         if let open = episode { episode?.lastTime = min(open.lastTime, max(end, open.startTime)) }
@@ -511,6 +511,13 @@ public struct StallDetector: Sendable {
     /// so loaded that the agent's own probes are sparse, a midpoint between samples half a
     /// second apart dated a 1.6 s sleep after a 0.3 s CPU warm-up 0.25 s early; the counters
     /// date it to within a probe.
+    /// An activity change the probes saw after `after` (the sample before): where the thread
+    /// was first seen in the wait a new sample shows. nil when the change came before it.
+    static func change(_ change: Double?, after: Double?) -> Double? {
+        guard let change else { return nil }
+        return after.map { change > $0 } ?? true ? change : nil
+    }
+
     /// Never later than `seenInWaitAt`, the first probe that saw the thread in this wait: a
     /// ptrace stop for a sample wakes a sleeping thread, and the CPU and queue time it takes to
     /// go back to sleep would otherwise count as before the wait.

@@ -1261,7 +1261,7 @@ public final class StallMonitor {
             deadlock: snapshot.deadlock, lockOwnerName: lockOwners[snapshot.id]?.name,
             firstWrittenMonotonic: firstWritten[snapshot.id],
             reportPath: path, occurrence: decisions[snapshot.id]?.occurrence ?? 1,
-            terminated: terminations[snapshot.id].map { !$0.hasPrefix("not terminated") } ?? false)
+            terminated: terminations[snapshot.id].map { !ReportTermination.isRefusal($0) } ?? false)
         summary.record(stall)
         stallEvents?(.ended(stall: stall, report: report, message: StallSummaryLine.render(report, reportPath: path)))
         // The stall is over: nothing per stall stays behind (a watch of months sees millions).
@@ -1282,7 +1282,8 @@ public final class StallMonitor {
         if kill == nil || kill?.stallID != id {
             log("stallagent: stall #\(id) has lasted \(Format.seconds(age)) (--kill-after \(Format.seconds(limit))): sending SIGABRT to \(inspector.pid)")
             if let refused = signal(SIGABRT) {
-                terminations[id] = "not terminated: SIGABRT after " + String(format: "%.2f", age) + " s (--kill-after) was refused: " + refused
+                terminations[id] = ReportTermination.refused(
+                    "SIGABRT after " + String(format: "%.2f", age) + " s (--kill-after) was refused: " + refused)
                 kill = (id, now, true)
             } else {
                 terminations[id] = String(format: "terminated by stallagent with SIGABRT after %.2f s (--kill-after)", age)
@@ -1291,8 +1292,8 @@ public final class StallMonitor {
         } else if let state = kill, !state.killed, now - state.abortSentAt >= options.killGrace {
             log("stallagent: \(inspector.pid) still alive \(Format.seconds(options.killGrace)) after SIGABRT: sending SIGKILL")
             if let refused = signal(SIGKILL) {
-                terminations[id] =
-                    "not terminated: SIGABRT ignored for " + String(format: "%.1f", options.killGrace) + " s, then SIGKILL refused: " + refused
+                terminations[id] = ReportTermination.refused(
+                    "SIGABRT ignored for " + String(format: "%.1f", options.killGrace) + " s, then SIGKILL refused: " + refused)
             } else {
                 terminations[id] = String(
                     format: "terminated by stallagent with SIGKILL after %.2f s (SIGABRT ignored for %.1f s)", age, options.killGrace)

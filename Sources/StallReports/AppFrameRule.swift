@@ -66,8 +66,19 @@ public struct AppFrameRule: Sendable {
     /// Where Python keeps code that is not the program's own: the standard library, installed
     /// packages, frozen modules (`<frozen importlib._bootstrap>`).
     public static func isLibraryPython(file: String) -> Bool {
-        file.hasPrefix("<") || file.contains("/site-packages/") || file.contains("/dist-packages/")
-            || file.range(of: #"/lib/python3\.\d+/"#, options: .regularExpression) != nil
+        file.hasPrefix("<") || file.contains("/site-packages/") || file.contains("/dist-packages/") || isStandardLibrary(file)
+    }
+
+    /// `…/lib/python3.N/…`, without a regular expression: this runs for every Python frame of
+    /// every sample.
+    static func isStandardLibrary(_ file: String) -> Bool {
+        var rest = Substring(file)
+        while let found = rest.range(of: "/lib/python3.") {
+            rest = rest[found.upperBound...]
+            let digits = rest.prefix { $0.isASCII && $0.isNumber }
+            if !digits.isEmpty, rest.dropFirst(digits.count).first == "/" { return true }
+        }
+        return false
     }
 
     static let systemDirectories = ["/usr/", "/lib/", "/lib64/", "/lib32/", "/libx32/", "/snap/", "/nix/store/", "/opt/swift/"]

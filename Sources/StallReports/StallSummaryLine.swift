@@ -12,7 +12,7 @@ public enum StallSummaryLine {
         var notes = ["\(r.process.name)[\(r.process.pid)]", r.phase]
         if r.ongoing { notes.append("ongoing") }
         if let termination = r.termination {
-            notes.append(termination.hasPrefix("not terminated") ? "kill refused" : "terminated")
+            notes.append(ReportTermination.isRefusal(termination) ? "kill refused" : "terminated")
         }
         switch r.ending.flatMap(StallEnding.init(rawValue:)) {
         case .targetDied?: notes.append("died")

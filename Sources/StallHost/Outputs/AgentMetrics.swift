@@ -36,7 +36,6 @@ public final class AgentMetrics: @unchecked Sendable {
 
     struct FingerprintSeries {
         var fingerprint: String
-        var labels: [(String, String)]
         var count: Int
         var counter: Counter
     }
@@ -104,7 +103,7 @@ public final class AgentMetrics: @unchecked Sendable {
         let labels = [("target", target), ("fingerprint", fingerprint), ("reason", reason.name), ("culprit", String(culprit.prefix(120)))]
         let counter = registry.makeCounter(descriptor: Self.fingerprintDescriptor, labels: labels)
         counter.increment()
-        series.append(FingerprintSeries(fingerprint: fingerprint, labels: labels, count: 1, counter: counter))
+        series.append(FingerprintSeries(fingerprint: fingerprint, count: 1, counter: counter))
         fingerprintSeries[target] = series
     }
 
