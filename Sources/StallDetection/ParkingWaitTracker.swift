@@ -10,10 +10,16 @@
 ///   family, where helpers are, not one a user pointed the agent at while it was stuck), or
 /// - the thread entered it `reentriesToPark` times from the same call site (stack pointer and
 ///   PC of the system call), as a supervisor's loop does.
-/// Time in a parking wait is idle. The monitor asks only while no loop wait is known (a wait
-/// inside a loop's work is work, issue 10) and never for a mutex, a file lock, disk I/O or a
-/// sleep first seen (a process found asleep may be a stall in progress; one that sleeps again
-/// and again from one call is a helper's beat).
+/// Time in a parking wait is idle. New parking waits are learned only while no loop wait is
+/// known (a wait inside a loop's work is work, issue 10), and never a mutex, a file lock, disk
+/// I/O or a sleep first seen (a process found asleep may be a stall in progress; one that
+/// sleeps again and again from one call is a helper's beat). A parking wait learned before a
+/// loop wait appeared stays one (`learning` false): uvicorn's master idles in
+/// `Event.wait(0.5)` and pings each worker through a `poll()` that blocks only when a worker
+/// is slow to answer; that poll is not where it idles, and judging the half-second waits as
+/// work made every loaded run a stall under the stack rule (docs/architecture.md, "What
+/// a process is"). The price: a worker first seen in the middle of a stall in such a call keeps that
+/// one call site idle.
 /// Pure: the monitor reports each call it sees; no clock, no files.
 public struct ParkingWaitTracker: Sendable {
     /// A blocked call: its system call number and where it was made.
@@ -51,14 +57,16 @@ public struct ParkingWaitTracker: Sendable {
 
     /// Classifies what the latest probe saw (`call` nil: the thread was not blocked in a
     /// call). `newEntry`: the thread was seen elsewhere in between, or the call's arguments
-    /// changed, so this is another entry. Returns true when the thread is parked.
-    public mutating func observe(_ call: Call?, kind: Kind, newEntry: Bool) -> Bool {
+    /// changed, so this is another entry. `learning` false: only calls already known park (a
+    /// loop wait is known now). Returns true when the thread is parked.
+    public mutating func observe(_ call: Call?, kind: Kind, newEntry: Bool, learning: Bool = true) -> Bool {
         defer {
             firstLookDone = true
             previous = call
         }
         guard let call, kind != .never else { return false }
         if parkingCalls.contains(call) { return true }
+        guard learning else { return false }
         if !firstLookDone, trustsFirstLook, kind == .parkable {
             parkingCalls.insert(call)
             return true

@@ -601,6 +601,9 @@ public final class StallMonitor {
 
     /// What the process has shown itself to be so far (see `ProcessKind`).
     public var kind: ProcessKind {
+        // A master parked before any loop wait showed (uvicorn's, pinging its workers through
+        // poll) stays a supervisor.
+        if parkedKind == .supervisor { return .supervisor }
         if homeWaits.knowsLoop || (loopTurnEvidence != .stackRule && loopTurns > 0) { return .loop }
         if let parking = parkedKind { return parking }
         if options.batchThreshold != nil { return .batch }
@@ -683,8 +686,8 @@ public final class StallMonitor {
         let sched = probe.schedstat()
         var activity = classify(state: stat.state, syscall: syscall)
         var parkedIn: ProcSyscallInfo?
-        // Fed at every probe of a process with no known loop, so its first look is the agent's.
-        let parkedNow = !homeWaits.knowsLoop && detector.phase != .batch && parked(in: syscall, activity: activity)
+        // Fed at every probe, so its first look is the agent's; learns only while no loop is known.
+        let parkedNow = detector.phase != .batch && parked(in: syscall, activity: activity)
         if activity == .idle, waitVerdict == .nested {
             activity = lastWaitSite.map { lockWaitSites.contains($0) } == true ? .lockWait : .blockedCall
         } else if activity == .blockedCall, let number = syscall?.syscallNumber,
@@ -806,7 +809,8 @@ public final class StallMonitor {
         }
         let call = ParkingWaitTracker.Call(number: number, pc: pc, sp: sp)
         return parkingWaits.observe(
-            call, kind: Self.parkingKind(number: number, activity: activity), newEntry: lastBlockedCall != syscall)
+            call, kind: Self.parkingKind(number: number, activity: activity), newEntry: lastBlockedCall != syscall,
+            learning: !homeWaits.knowsLoop)
     }
 
     /// Only a blocked call may be a parking wait: never a lock wait as the classifier tells it

@@ -153,6 +153,10 @@ extension HostAgentIntegrationTests {
         try #require(waitForPort(port), "uvicorn never answered: \(server.output)")
         let (stderr, reports) = try watchServer(pid: server.pid, port: port, directory: dir, block: true)
         checkOneBlockedHandler(stderr, reports: reports, supervisors: [server.pid])
+        // The master idles in Event.wait(0.5) and pings its workers through poll(): a
+        // supervisor, however often a loaded worker makes that poll block.
+        let row = stderr.split(separator: "\n").first { $0.hasPrefix("  \(server.pid) ") } ?? ""
+        #expect(row.contains(" supervisor "), "\(stderr)")
         // multiprocessing's resource tracker, in read() on its pipe for life: a helper.
         let tracker = stderr.split(separator: "\n").first { $0.contains(" helper ") }
         #expect(tracker != nil, "\(stderr)")

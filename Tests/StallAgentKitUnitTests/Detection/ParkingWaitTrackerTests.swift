@@ -83,6 +83,23 @@ import Testing
         #expect(!tracker.knowsParking)
     }
 
+    /// uvicorn's master: parked in `Event.wait(0.5)` first, then seen in a worker ping's poll
+    /// (a loop wait, so the monitor stops learning). Its parking wait stays one; nothing new is
+    /// learnt, however often re-entered.
+    @Test func aParkingWaitLearntBeforeALoopStaysAndNothingNewIsLearnt() {
+        var tracker = ParkingWaitTracker()
+        let first = tracker.observe(queueGet, kind: .parkable, newEntry: true)
+        #expect(first)
+        for _ in 0..<10 {
+            _ = tracker.observe(nil, kind: .never, newEntry: true, learning: false)
+            let again = tracker.observe(queueGet, kind: .parkable, newEntry: true, learning: false)
+            #expect(again)
+            let sleeping = tracker.observe(sleep, kind: .parkableWhenRepeated, newEntry: true, learning: false)
+            #expect(!sleeping)
+        }
+        #expect(tracker.parkingCalls == [queueGet])
+    }
+
     /// An exec starts a new first look.
     @Test func resetForgetsEverything() {
         var tracker = ParkingWaitTracker()
