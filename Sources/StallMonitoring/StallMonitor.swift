@@ -245,11 +245,20 @@ public final class StallMonitor {
         LoopTurnCounter.tracepointNames.compactMap { name in ProcSyscallInfo.number(ofSyscall: name).map { ($0, name) } },
         uniquingKeysWith: { a, _ in a })
 
-    /// A busy episode the batch rule does not judge, half a threshold old: see `countersAwaitIdle`.
-    private func counterWanted() -> Bool {
-        guard let phase = detector.episodePhase, phase != .batch, let age = detector.episodeAge else { return false }
-        return age * 2 >= detector.configuration.threshold(for: phase)
+    /// A busy episode the batch rule does not judge, half a threshold old, or a thread outside
+    /// the batch rule not seen idle for half a threshold: see `countersAwaitIdle`. The second
+    /// because the stack rule may end each episode of a saturated loop (its samples differ)
+    /// long before one is half a threshold old; beside two CPU hogs it did so for a whole
+    /// 5 s run, and the loop was never counted.
+    private func counterWanted(at now: Double) -> Bool {
+        let phase = detector.episodePhase ?? detector.phase
+        guard phase != .batch else { return false }
+        let threshold = detector.configuration.threshold(for: phase)
+        if let age = detector.episodeAge, age * 2 >= threshold { return true }
+        return (now - lastSeenNotBusy) * 2 >= threshold
     }
+    /// When a probe last found the thread idle or stopped (the watch's start until then).
+    private var lastSeenNotBusy = 0.0
 
     /// From now on the kernel counts the loop's turns (see `countersAwaitIdle`); the turns the
     /// stack rule counted so far stay in the total. A refusal is said once and the stack rule
@@ -328,6 +337,7 @@ public final class StallMonitor {
     /// For drivers that step several monitors (the command wrapper).
     public func begin(at now: Double) {
         startTime = now
+        lastSeenNotBusy = now
         nextModuleCheck = now + 1
     }
 
@@ -366,13 +376,14 @@ public final class StallMonitor {
         // turns of the loop.
         handle(detector.observe(observation, loopTurned: turned && !wasNested && !inNestedWait))
         if observation.activity == .idle, lastObservation?.activity != .idle { idleEntries &+= 1 }
+        if !observation.activity.isBusy { lastSeenNotBusy = observation.time }
         let loopWait =
             observation.activity == .idle && (countersAwaitIdle || turnCounter != nil)
             ? probedSyscallNumber.flatMap { Self.loopWaits[$0] } : nil
         if countersAwaitIdle {
             if let loopWait {
                 openCountersNow(waits: [loopWait])
-            } else if counterWanted() {
+            } else if counterWanted(at: now) {
                 openCountersNow(waits: nil)
             }
         } else if let loopWait, let counter = turnCounter {
