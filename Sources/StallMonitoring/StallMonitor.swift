@@ -429,6 +429,7 @@ public final class StallMonitor {
             }
             nextModuleCheck = now + 1
             identityChecked = true
+            for notice in InflationBudget.shared.drainNotices() { log("stallagent: " + notice) }
         }
         if health == nil || now - health!.time >= Self.healthInterval { recordLoopHealth(at: now) }
         return true

@@ -50,6 +50,7 @@ struct Dump: ParsableCommand {
                 debuginfod: .wait)
             inspector.readsPythonFrames = !noPythonFrames
             let dump = try inspector.dumpProcess(allThreads: allThreads)
+            for notice in InflationBudget.shared.drainNotices() { FileHandleOutput.standardError("stallagent: \(notice)\n") }
             if json {
                 let encoder = JSONEncoder()
                 encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]

@@ -35,12 +35,27 @@ final class DwarfSourceInfo {
         self.image = image
         self.subset = subset ? DwarfSubset.make(from: image) : nil
         if self.subset == nil {
-            guard let elf = image.elf, let dwarf = dwarf_begin_elf(elf, DWARF_C_READ, nil) else { return nil }
+            // libdw inflates every compressed section it reads, whatever its size: the sizes
+            // claimed are held in the agent's budget first, or the file is read without DWARF.
+            let claimed = DwarfSubset.claimedInflatedBytes(image)
+            guard InflationBudget.shared.reserve(claimed, for: image.path) else { return nil }
+            held = claimed
+            guard let elf = image.elf, let dwarf = dwarf_begin_elf(elf, DWARF_C_READ, nil) else {
+                InflationBudget.shared.release(claimed)
+                held = 0
+                return nil
+            }
             dwarfHandle = dwarf
         }
     }
 
-    deinit { if let dwarfHandle { dwarf_end(dwarfHandle) } }
+    /// Bytes of `InflationBudget.shared` held for libdw's own inflating.
+    private var held = 0
+
+    deinit {
+        if let dwarfHandle { dwarf_end(dwarfHandle) }
+        InflationBudget.shared.release(held)
+    }
 
     /// How much of a compressed `.debug_info` lookups have inflated so far; nil when libdw
     /// reads the file itself.

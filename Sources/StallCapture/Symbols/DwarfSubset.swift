@@ -61,6 +61,40 @@ final class DwarfSubset {
     /// Changes whenever more of `.debug_info` is visible: handles made before are stale.
     private(set) var generation = 0
 
+    /// What libdw would inflate reading `image` itself: the sizes the headers of its compressed
+    /// debug sections claim (`SHF_COMPRESSED` and GNU `.zdebug`), 0 when none is compressed.
+    /// Held in the budget before libdw is let at a file the subset does not handle.
+    static func claimedInflatedBytes(_ image: ElfImage) -> Int {
+        guard let elf = image.elf else { return 0 }
+        var stringIndex = 0
+        guard elf_getshdrstrndx(elf, &stringIndex) == 0 else { return 0 }
+        let file = image.fileBytes
+        var total: UInt64 = 0
+        var section: OpaquePointer? = nil
+        while let scn = elf_nextscn(elf, section) {
+            section = scn
+            var sh = GElf_Shdr()
+            guard gelf_getshdr(scn, &sh) != nil, sh.sh_type != UInt32(SHT_NOBITS),
+                let cName = elf_strptr(elf, stringIndex, Int(sh.sh_name))
+            else { continue }
+            let name = String(cString: cName)
+            let gnu = name.hasPrefix(".zdebug")
+            guard gnu || sh.sh_flags & UInt64(SHF_COMPRESSED) != 0 else { continue }
+            // An unreadable header claims everything: such a file is not handed to libdw.
+            guard sh.sh_offset <= UInt64(file.count), sh.sh_size <= UInt64(file.count) - sh.sh_offset, sh.sh_size >= 24
+            else { return Int.max }
+            let header = UnsafeRawBufferPointer(rebasing: file[Int(sh.sh_offset)..<Int(sh.sh_offset) + 24])
+            let claimed =
+                gnu
+                ? UInt64(bigEndian: header.loadUnaligned(fromByteOffset: 4, as: UInt64.self))
+                : header.loadUnaligned(fromByteOffset: 8, as: UInt64.self)
+            let (sum, overflow) = total.addingReportingOverflow(claimed)
+            guard !overflow, sum < UInt64(Int.max) else { return Int.max }
+            total = sum
+        }
+        return Int(total)
+    }
+
     /// The subset of `image`'s DWARF, or nil when there is nothing worth it (no compressed
     /// debug section) or the file is something this does not handle (relocatable objects,
     /// GNU `.zdebug`, a dwz supplementary file, zstd, a corrupt stream): libdw then reads the
@@ -180,7 +214,7 @@ final class DwarfSubset {
         // The address table is small and says how far .debug_info must be inflated.
         if let index = subset.pending.firstIndex(where: { $0.name == ".debug_aranges" }) {
             let aranges = subset.pending.remove(at: index)
-            guard subset.fill(aranges) else { return nil }
+            guard subset.take(Int(aranges.size), into: &subset.heldPieces), subset.fill(aranges) else { return nil }
             subset.aranges = Self.parseAranges(UnsafeRawBufferPointer(subset.target(aranges)))
         }
         return subset
@@ -198,6 +232,20 @@ final class DwarfSubset {
     deinit {
         if let elfHandle { elf_end(elfHandle) }
         munmap(buffer.baseAddress, buffer.count)
+        budget.release(heldPieces + heldInfo)
+    }
+
+    /// Everything written into `buffer` is held in the agent's `InflationBudget` first; only
+    /// pages written become resident, so that is what the subset costs. Pieces are taken on
+    /// the caller's thread, `.debug_info` by `inflateInfo` alone (they may run side by side).
+    private let budget = InflationBudget.shared
+    private var heldPieces = 0
+    private var heldInfo = 0
+
+    private func take(_ bytes: Int, into held: inout Int) -> Bool {
+        guard budget.reserve(bytes, for: file.path) else { return false }
+        held += bytes
+        return true
     }
 
     private func target(_ piece: Piece) -> UnsafeMutableRawBufferPointer {
@@ -271,6 +319,10 @@ final class DwarfSubset {
     /// core of the very process being dumped (a running target's longest pause during a dump
     /// went from ~0.1 ms to ~4 ms), so there the pieces are filled one after the other.
     private func fillPendingBeside(_ inflateInfo: () -> Bool) -> Bool {
+        if !pending.isEmpty, !take(pending.reduce(0) { $0 + Int($1.size) }, into: &heldPieces) {
+            failed = true
+            return false
+        }
         if pending.isEmpty || !DwarfSubset.hasCoresToSpare {
             let pieces = pending
             pending = []
@@ -300,6 +352,9 @@ final class DwarfSubset {
 
     private func inflateInfo(upTo end: Int) -> Bool {
         guard end > infoFilled else { return true }
+        // Taken a megabyte ahead (the inflater may write past `end` to its chunk's end).
+        let wanted = infoStream == nil ? Int(info.size) : min(Int(info.size), (end + (1 << 20) - 1) & ~((1 << 20) - 1))
+        if wanted > heldInfo, !take(wanted - heldInfo, into: &heldInfo) { return false }
         guard let stream = infoStream else {
             // Stored uncompressed: copy it whole, once.
             guard info.stored.count == Int(info.size) else { return false }

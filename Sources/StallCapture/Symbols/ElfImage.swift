@@ -148,7 +148,13 @@ public final class ElfImage: @unchecked Sendable {
     deinit {
         if let elf { elf_end(elf) }
         ElfImage.release(bytes, storage)
+        if let heldBudget { heldBudget.budget.release(heldBudget.bytes) }
     }
+
+    /// Inflated bytes this image holds in a budget (MiniDebugInfo), given back with it.
+    private var heldBudget: (budget: InflationBudget, bytes: Int)?
+
+    func holdBudget(_ budget: InflationBudget, bytes: Int) { heldBudget = (budget, bytes) }
 
     private static func release(_ bytes: UnsafeMutableRawBufferPointer, _ storage: Storage) {
         switch storage {
