@@ -1,4 +1,4 @@
-// What one perf_event sample of a running thread costs it (README, Measured).
+// What one perf_event sample of a running thread costs it (docs/measured.md).
 //
 //   cc -O2 -o /tmp/perf-sample-cost docs/repro/perf-sample-cost.c && /tmp/perf-sample-cost
 //

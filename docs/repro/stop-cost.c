@@ -1,4 +1,4 @@
-// What keeping a thread stopped costs it, beyond the bare ptrace floor (README, Measured).
+// What keeping a thread stopped costs it, beyond the bare ptrace floor (docs/measured.md).
 //
 //   cc -O2 -o /tmp/stop-cost docs/repro/stop-cost.c && /tmp/stop-cost [rounds]
 //
