@@ -1,5 +1,5 @@
 /// What decides that the event loop turned, which ends a busy episode even when the probe never
-/// saw the thread asleep (DESIGN.md §2, "Loop turns"). Best first; every report names it.
+/// saw the thread asleep (docs/architecture.md, "Detection model"). Best first; every report names it.
 public enum LoopTurnEvidence: String, Codable, Sendable, CaseIterable {
     /// libstallprobe.so in the target publishes every wait: exact.
     case loopProbe = "loop probe"

@@ -1,4 +1,4 @@
-/// The episode state machine of DESIGN.md §2: turns a stream of probes of the main thread into
+/// The episode state machine of docs/architecture.md, "Detection model": turns a stream of probes of the main thread into
 /// busy episodes, stalls, and snapshots of them. Pure: it reads no clock, file or process; every
 /// call carries its time (monotonic seconds), so tests drive it with made-up streams.
 ///

@@ -1,6 +1,6 @@
 /// Finds the stall frame: the innermost frame, identified by function AND frame address (CFA),
 /// that is present in every sample of the episode — the activation doing the work in progress
-/// (DESIGN.md §2). The CFA makes recursion come out right: the same function at another stack
+/// (docs/architecture.md, "Detection model"). The CFA makes recursion come out right: the same function at another stack
 /// depth is another activation and does not count as "still there".
 ///
 /// Kept incrementally as the intersection of every sample's frame set, so it covers the whole

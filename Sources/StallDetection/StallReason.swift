@@ -1,4 +1,4 @@
-/// A stall's reason code, in the spirit of iOS's `0x8badf00d` (DESIGN.md §2, "Reason codes").
+/// A stall's reason code, in the spirit of iOS's `0x8badf00d` (docs/architecture.md, "Reason codes").
 ///
 /// A struct with static constants rather than an enum so that the name can vary for one code
 /// (`lock` / `deadlock` share `0xdead10cc`) and so that reports read back from disk keep any

@@ -1,4 +1,4 @@
-/// Chooses a stall's reason from where its time went (DESIGN.md §2, "Reason codes").
+/// Chooses a stall's reason from where its time went (docs/architecture.md, "Reason codes").
 ///
 /// Two levels, because the kernel cannot tell "on a CPU" from "waiting for one" by state
 /// alone — both read as `running` — while schedstat can:

@@ -1,5 +1,5 @@
 /// Everything detection knows about one stall at one moment: what the agent needs to write
-/// (or rewrite) the stall report (DESIGN.md §4). Snapshots are values; a later update is a new
+/// (or rewrite) the stall report (docs/report-schema.md). Snapshots are values; a later update is a new
 /// snapshot with the same `id` and a higher `revision`.
 public struct StallSnapshot: Sendable {
     /// Identifies the stall; increments per detector, starting at 1. Updates keep the id.

@@ -1,5 +1,5 @@
 /// What the target's main thread was doing at one probe, as the `/proc` classifier in `Proc/`
-/// decides it (see DESIGN.md §2). Detection only consumes it; it never reads `/proc` itself.
+/// decides it (see docs/architecture.md, "Detection model"). Detection only consumes it; it never reads `/proc` itself.
 public enum ThreadActivity: String, Codable, CaseIterable, Sendable {
     /// Sleeping in an idle-wait syscall (epoll_wait, poll, select, …): back in its event loop.
     case idle

@@ -1,4 +1,4 @@
-/// How `stallagent --pid` watches: the knobs of DESIGN.md §2 with their defaults.
+/// How `stallagent --pid` watches: the knobs of docs/architecture.md, "Detection model" with their defaults.
 public struct MonitorOptions: Sendable {
     // The defaults are the settings table's (`Settings`), which the command line and the config
     // file read too.

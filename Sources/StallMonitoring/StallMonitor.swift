@@ -76,7 +76,7 @@ public final class StallMonitor {
     private var lastCPUNanos: UInt64 = 0
     private var lastRunQueueNanos: UInt64 = 0
 
-    // Loop turns (DESIGN.md §2): the evidence in use, and why it is not a better one.
+    // Loop turns (docs/architecture.md, "Detection model"): the evidence in use, and why it is not a better one.
     public private(set) var loopTurnEvidence: LoopTurnEvidence
     /// `--loop-turns auto` without a loop probe: the kernel counters are opened when the thread
     /// is first seen idle in a loop's wait (`LoopTurnCounter.tracepointNames`), counting that

@@ -2,7 +2,7 @@ import Foundation
 import StallDetection
 import StallCapture
 
-/// One stall report (DESIGN.md §4): the content both the text and the JSON renderings carry.
+/// One stall report (docs/report-schema.md): the content both the text and the JSON renderings carry.
 /// Built from a detector snapshot plus what the agent knows (`StallReportContext`); the JSON
 /// schema is documented in docs/report-schema.md and only grows within `schemaVersion` 1.
 public struct StallReport: Codable, Sendable {

@@ -1,6 +1,6 @@
 import Foundation
 
-/// The watchdog-style text of a stall report (DESIGN.md §4): a header block a reader can take
+/// The watchdog-style text of a stall report (docs/report-schema.md): a header block a reader can take
 /// in at a glance, then the heaviest stack, the call tree, the lock owner, the binary images
 /// and what watching cost. It carries the same content as the JSON.
 public enum StallReportTextRenderer {

@@ -5,7 +5,7 @@ import StallMonitoring
 import Glibc
 #endif
 
-/// `stallagent bench --monitor`: the figures behind the watchdog's goals (DESIGN.md, issue 3):
+/// `stallagent bench --monitor`: the figures behind the watchdog's goals (docs/measured.md, issue 3):
 /// what watching costs a healthy idle target and a busy one, and how fast and how exact the
 /// reports are.
 public final class MonitorBenchmark {

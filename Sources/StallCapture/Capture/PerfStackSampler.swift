@@ -5,7 +5,7 @@ import StallProc
 import Glibc
 #endif
 
-/// Samples a running thread without stopping it (DESIGN.md §3, issue 14): a per-thread
+/// Samples a running thread without stopping it (docs/architecture.md, "Capture", issue 14): a per-thread
 /// task-clock perf event copies the thread's user registers and the top of its stack at the
 /// sample interrupt, in the kernel, about 16–20 µs of the thread's time per sample against
 /// ≈ 40 µs for the bare ptrace stop — and no `t` state, no EINTR, nothing for gdb or strace to

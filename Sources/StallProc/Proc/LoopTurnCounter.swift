@@ -6,7 +6,7 @@ import Glibc
 #endif
 
 /// Counts one thread's entries into the idle-wait system calls with per-thread perf_event
-/// counters on the `syscalls:sys_enter_*` tracepoints (DESIGN.md §2, "Loop turns").
+/// counters on the `syscalls:sys_enter_*` tracepoints (docs/architecture.md, "Detection model").
 ///
 /// An event loop enters its wait once per turn, whether or not the wait then sleeps, so a count
 /// that moved between two probes proves the loop turned even when the probe never caught it

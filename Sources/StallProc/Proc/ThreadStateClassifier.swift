@@ -4,7 +4,7 @@ import StallDetection
 /// wants to read ("blocked in nanosleep", "waiting on mutex 0x…"). Pure: the caller reads the
 /// files; `fileKind` answers what an fd is (regular file vs pipe/socket) when it matters.
 public struct ThreadStateClassifier: Sendable {
-    /// x86-64 syscalls an event loop idles in (DESIGN.md §2).
+    /// x86-64 syscalls an event loop idles in (docs/architecture.md, "Detection model").
     public static let defaultIdleSyscalls: Set<Int> = [
         232,  // epoll_wait
         281,  // epoll_pwait
