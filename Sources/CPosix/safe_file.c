@@ -1,5 +1,7 @@
+#define _GNU_SOURCE
 #include "safe_file.h"
 
+#include <fcntl.h>
 #include <sys/vfs.h>
 
 long sa_fstatfs_type(int fd)
@@ -9,3 +11,5 @@ long sa_fstatfs_type(int fd)
         return -1;
     return (long)fs.f_type;
 }
+
+int sa_o_path(void) { return O_PATH; }

@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 
+import CPosix
 import StallProc
 #if canImport(Glibc)
 import Glibc
@@ -10,28 +11,38 @@ import Glibc
 /// libraries, debug files and perf map, which its owner can replace, truncate or turn into a
 /// FIFO) without letting them block or crash the agent.
 public enum SafeFileReader {
-    /// Opens `path` read-only for a regular file: O_NONBLOCK so a FIFO or a device does not
-    /// block the open, O_NOFOLLOW so a last component swapped for a symbolic link is refused,
-    /// and fstat on the descriptor (not the path) so what is checked is what is read.
+    /// Opens `path` read-only for a regular file, and never opens anything else. The path is
+    /// first resolved to an `O_PATH` descriptor (no open of the file itself: a device's open
+    /// arms a watchdog or rewinds a tape, a FIFO's releases a writer waiting for a reader),
+    /// with O_NOFOLLOW so a last component swapped for a symbolic link is refused; fstat on
+    /// that descriptor must say regular file; only then is the very inode opened, through
+    /// `/proc/self/fd`, which resolves nothing again. A directory on the way that the
+    /// target's owner replaced with a link (`.debug/` → `/dev`, issue 27) therefore leads
+    /// at most to a regular file, which callers then check (build-id, CRC, device and inode).
     /// The caller closes the descriptor.
     public static func openRegularFile(_ path: String, maxBytes: Int64 = Int64.max) throws -> (fd: Int32, info: stat) {
-        let fd = open(path, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY)
-        if fd < 0 { throw StallAgentError.system(operation: "open \(path)", errno: errno) }
+        let handle = open(path, sa_o_path() | O_NOFOLLOW | O_CLOEXEC)
+        if handle < 0 { throw StallAgentError.system(operation: "open \(path)", errno: errno) }
+        defer { close(handle) }
         var info = stat()
-        guard fstat(fd, &info) == 0 else {
-            let code = errno
-            close(fd)
-            throw StallAgentError.system(operation: "fstat \(path)", errno: code)
+        guard fstat(handle, &info) == 0 else {
+            throw StallAgentError.system(operation: "fstat \(path)", errno: errno)
         }
         guard info.st_mode & S_IFMT == S_IFREG else {
-            close(fd)
             throw StallAgentError.invalidArgument("\(path): not a regular file")
         }
         guard Int64(info.st_size) <= maxBytes else {
-            close(fd)
             throw StallAgentError.invalidArgument("\(path): larger than \(maxBytes) bytes")
         }
-        return (fd, info)
+        // O_NONBLOCK still: a mandatory-locked or leased file must not block the open.
+        let fd = open("/proc/self/fd/\(handle)", O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY)
+        if fd < 0 { throw StallAgentError.system(operation: "open \(path)", errno: errno) }
+        var opened = stat()
+        guard fstat(fd, &opened) == 0, opened.st_dev == info.st_dev, opened.st_ino == info.st_ino else {
+            close(fd)
+            throw StallAgentError.invalidArgument("\(path): changed while opened")
+        }
+        return (fd, opened)
     }
 
     /// The whole of a regular file, read with pread into memory the agent owns (so a later
