@@ -29,11 +29,13 @@ public final class ReportWriter: Sendable {
     /// not `symbolicate`, which rewrites a report where the user points it), the directory must
     /// also belong to this process's user and not be writable by group or others: whoever can
     /// write it can pre-empt report names or swap files under the agent.
-    public init(directory: String, requireSafeOwner: Bool = true) throws {
+    /// `createMissing` false: a component that is not there is refused rather than made (a
+    /// metrics file's directory belongs to the collector that reads it).
+    public init(directory: String, requireSafeOwner: Bool = true, createMissing: Bool = true) throws {
         let path = directory.count > 1 && directory.hasSuffix("/") ? String(directory.dropLast()) : directory
         self.directory = path
         func refuse(_ reason: String) -> StallAgentError { .reportDirectory(path: path, reason: reason) }
-        let fd = try Self.openDirectory(path, refuse: refuse)
+        let fd = try Self.openDirectory(path, createMissing: createMissing, refuse: refuse)
         var info = stat()
         guard fstat(fd, &info) == 0 else {
             let code = errno
@@ -68,6 +70,38 @@ public final class ReportWriter: Sendable {
 
     deinit { close(directoryFD) }
 
+    /// Replaces the file `name` in this directory whole (see `AtomicFile`), relative to the
+    /// directory opened at start: a component of its path that someone swaps for a link
+    /// later (issue 27: root wrote the metrics file and the fingerprint state through a link
+    /// planted in a parent directory) changes nothing.
+    public func replaceFile(named name: String, with bytes: [UInt8], mode: mode_t = 0o644) throws {
+        let temp = try AtomicFile.stage(bytes, directoryFD: directoryFD, name: name, mode: mode)
+        if renameat(directoryFD, temp, directoryFD, name) != 0 {
+            let code = errno
+            unlinkat(directoryFD, temp, 0)
+            throw StallAgentError.system(operation: "rename to \(directory)/\(name)", errno: code)
+        }
+    }
+
+    /// The regular file `name` in this directory (not through a link), up to `maxBytes`; nil
+    /// when it is absent, not a regular file, larger, or unreadable.
+    public func readFile(named name: String, maxBytes: Int) -> [UInt8]? {
+        let fd = openat(directoryFD, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        var info = stat()
+        guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG, Int(info.st_size) <= maxBytes else { return nil }
+        var bytes = [UInt8](repeating: 0, count: Int(info.st_size))
+        var offset = 0
+        while offset < bytes.count {
+            let n = bytes.withUnsafeMutableBytes { pread(fd, $0.baseAddress! + offset, $0.count - offset, off_t(offset)) }
+            if n < 0 && errno == EINTR { continue }
+            guard n > 0 else { break }
+            offset += n
+        }
+        return Array(bytes[0..<offset])
+    }
+
     /// O_PATH (x86-64 and arm64 value): Glibc's module leaves it out without _GNU_SOURCE.
     private static let pathOnly: Int32 = 0o10000000
 
@@ -76,7 +110,7 @@ public final class ReportWriter: Sendable {
     /// nobody else could have planted it: owned by root or by this user, in a directory that
     /// group and others cannot write. systemd's `DynamicUser=` makes `/var/lib/NAME` exactly
     /// such a link (to `private/NAME`); a link in /tmp or in a user-writable directory is not.
-    private static func openDirectory(_ path: String, refuse: (String) -> StallAgentError) throws -> Int32 {
+    private static func openDirectory(_ path: String, createMissing: Bool, refuse: (String) -> StallAgentError) throws -> Int32 {
         var current = open(path.hasPrefix("/") ? "/" : ".", Self.pathOnly | O_DIRECTORY | O_CLOEXEC)
         guard current >= 0 else { throw refuse(errorText(errno)) }
         var prefix = path.hasPrefix("/") ? "" : "."
@@ -90,6 +124,10 @@ public final class ReportWriter: Sendable {
                 throw refuse("contains '..'; give the directory's own path")
             }
             var next = openat(current, name, Self.pathOnly | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+            if next < 0 && errno == ENOENT && !createMissing {
+                close(current)
+                throw refuse("\(prefix) does not exist")
+            }
             if next < 0 && errno == ENOENT {
                 if mkdirat(current, name, 0o750) != 0 && errno != EEXIST {
                     let code = errno

@@ -52,6 +52,9 @@ public final class HostAgent {
     private let log: (String) -> Void
     private let resolver: TargetResolver
     private let journal: JournalWriter?
+    /// `--state-dir`'s fingerprints directory and `--metrics-file`'s directory, opened once.
+    private let stateFiles: ReportWriter?
+    private let metricsDirectory: (directory: ReportWriter, name: String)?
     private let notifier: ServiceNotifier
     public let metrics: AgentMetrics?
     private let listener: MetricsListener?
@@ -77,8 +80,12 @@ public final class HostAgent {
         self.log = log
         self.environment = environment
         guard !configuration.targets.isEmpty else { throw StallAgentError.invalidArgument("nothing to watch: give --pid, --unit, --pidfile or --config") }
+        // Both kept open from here: files in them are written relative to the directory, never
+        // by path again (see `ReportWriter.replaceFile`).
         if let state = configuration.stateDirectory {
-            _ = try ReportWriter(directory: state + "/fingerprints")
+            stateFiles = try ReportWriter(directory: state + "/fingerprints")
+        } else {
+            stateFiles = nil
         }
         resolver = TargetResolver(environment: environment)
         OpenFileLimit.raiseToHardLimit()
@@ -102,12 +109,20 @@ public final class HostAgent {
             listener = nil
         }
         if let path = configuration.metricsFile {
-            // Fail now on a directory that is not there; a full disk later only warns.
+            // Fail now on a directory that is not there or not safe to reach; a full disk later
+            // only warns. It may belong to the collector (node_exporter's textfile directory).
             let directory = (path as NSString).deletingLastPathComponent
-            var info = stat()
-            guard stat(directory.isEmpty ? "." : directory, &info) == 0, info.st_mode & S_IFMT == S_IFDIR else {
-                throw StallAgentError.invalidArgument("--metrics-file: directory \(directory) does not exist")
+            let name = (path as NSString).lastPathComponent
+            do {
+                guard !name.isEmpty, name != ".", name != ".." else { throw StallAgentError.invalidArgument("not a file name") }
+                metricsDirectory = (try ReportWriter(directory: directory.isEmpty ? "." : directory, requireSafeOwner: false, createMissing: false), name)
+            } catch StallAgentError.reportDirectory(_, let reason) {
+                throw StallAgentError.invalidArgument("--metrics-file: directory \(reason)")
+            } catch {
+                throw StallAgentError.invalidArgument("--metrics-file \(path): \(error)")
             }
+        } else {
+            metricsDirectory = nil
         }
         var slots: [Slot] = []
         var labels = Set<String>()
@@ -132,7 +147,7 @@ public final class HostAgent {
                 options.reportDirectory += "/" + ReportWriter.sanitize(unit, fallback: "unit", alsoAllowed: "@")
             }
             _ = try ReportWriter(directory: options.reportDirectory)
-            slots.append(Slot(spec: spec, options: options, book: HostAgent.loadBook(spec, stateDirectory: configuration.stateDirectory, log: log)))
+            slots.append(Slot(spec: spec, options: options, book: HostAgent.loadBook(spec, stateFiles: stateFiles, log: log)))
         }
         self.slots = slots
         let now = MonotonicTime.seconds()
@@ -485,9 +500,9 @@ public final class HostAgent {
             metrics.touch()
             nextMetricsUpdate = now == .infinity ? .infinity : now + 1
         }
-        if let path = configuration.metricsFile, let metrics, now >= nextMetricsWrite {
+        if let (directory, name) = metricsDirectory, let metrics, now >= nextMetricsWrite {
             do {
-                try AtomicFile.write(Array(metrics.render().utf8), to: path)
+                try directory.replaceFile(named: name, with: Array(metrics.render().utf8))
                 warnedMetricsFile = false
             } catch {
                 if !warnedMetricsFile { log("stallagent: warning: metrics file not written: \(error)") }
@@ -545,16 +560,14 @@ public final class HostAgent {
 
     // MARK: Fingerprint state
 
-    static func bookPath(_ spec: TargetSpec, stateDirectory: String) -> String {
-        stateDirectory + "/fingerprints/" + ReportWriter.sanitize(spec.label, fallback: "target") + ".json"
-    }
+    static func bookName(_ spec: TargetSpec) -> String { ReportWriter.sanitize(spec.label, fallback: "target") + ".json" }
 
-    static func loadBook(_ spec: TargetSpec, stateDirectory: String?, log: (String) -> Void) -> StallFingerprintBook {
-        guard let stateDirectory else { return StallFingerprintBook() }
-        let path = bookPath(spec, stateDirectory: stateDirectory)
-        guard let data = FileManager.default.contents(atPath: path) else { return StallFingerprintBook() }
+    static func loadBook(_ spec: TargetSpec, stateFiles: ReportWriter?, log: (String) -> Void) -> StallFingerprintBook {
+        guard let stateFiles else { return StallFingerprintBook() }
+        let path = stateFiles.directory + "/" + bookName(spec)
+        guard let data = stateFiles.readFile(named: bookName(spec), maxBytes: 64 << 20) else { return StallFingerprintBook() }
         do {
-            let book = try JSONDecoder().decode(StallFingerprintBook.self, from: data)
+            let book = try JSONDecoder().decode(StallFingerprintBook.self, from: Data(data))
             guard book.formatVersion == StallFingerprintBook.currentFormatVersion else {
                 log("stallagent: warning: \(path) has format \(book.formatVersion); starting a fresh fingerprint state")
                 return StallFingerprintBook()
@@ -567,14 +580,14 @@ public final class HostAgent {
     }
 
     private func saveBook(_ slot: Slot) {
-        guard let state = configuration.stateDirectory else { return }
-        let path = HostAgent.bookPath(slot.spec, stateDirectory: state)
+        guard let stateFiles else { return }
+        let name = HostAgent.bookName(slot.spec)
         do {
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.sortedKeys]
-            try AtomicFile.write(Array(try encoder.encode(slot.book)), to: path)
+            try stateFiles.replaceFile(named: name, with: Array(try encoder.encode(slot.book)))
         } catch {
-            log("stallagent: warning: fingerprint state not saved to \(path): \(error)")
+            log("stallagent: warning: fingerprint state not saved to \(stateFiles.directory)/\(name): \(error)")
         }
     }
 }

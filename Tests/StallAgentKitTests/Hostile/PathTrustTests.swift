@@ -55,4 +55,44 @@ import Glibc
         usleep(200_000)
         #expect(writer.isRunning, "the agent opened the FIFO behind \(app)/.debug")
     }
+
+    /// `--metrics-file` and `--state-dir` below a directory the attacker owns: after the agent
+    /// started, the attacker moves the real directories aside and plants links to a
+    /// directory of root's. Root must keep writing where it started, never through the links.
+    @Test(.enabled(if: geteuid() == 0))
+    func attack11_metricsAndStateAreNotWrittenThroughLinksPlantedLater() throws {
+        let scratch = try HostileScratch("planted")
+        let attacker = scratch.path("attacker")
+        let roots = scratch.path("roots")
+        for directory in [attacker, attacker + "/metrics", attacker + "/state", roots + "/fingerprints"] {
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        }
+        chmod(attacker, 0o755)
+        #expect(chown(attacker, 65534, 65534) == 0)
+        let target = try FixtureProcess(["loop", "--script", "spin:0.8,spin:0.8,spin:0.8", "--gap", "0.5"])
+        defer { target.stop() }
+        let agent = try BackgroundAgent(
+            [
+                "--pid", "\(target.pid)", "--report-dir", scratch.path("reports"), "--threshold", "0.4s", "--launch-threshold", "0.4s",
+                "--metrics-file", attacker + "/metrics/m.prom", "--metrics-interval", "0.2s", "--state-dir", attacker + "/state",
+                "--duration", "3s",
+            ], stderrPath: scratch.path("agent.stderr"))
+        try #require(agent.waitFor("watching"), "\(agent.stderr)")
+        usleep(600_000)
+        #expect(FileManager.default.fileExists(atPath: attacker + "/metrics/m.prom"), "\(agent.stderr)")
+        // The attacker's move: both directories aside, links to root's in their place.
+        for name in ["metrics", "state"] {
+            #expect(rename(attacker + "/" + name, attacker + "/" + name + ".old") == 0)
+            #expect(symlink(roots, attacker + "/" + name) == 0)
+        }
+        let exit = agent.waitForExit(timeout: 30)
+        #expect(exit?.status == 0, "\(agent.stderr)")
+        let planted = (try? FileManager.default.contentsOfDirectory(atPath: roots)) ?? []
+        let plantedState = (try? FileManager.default.contentsOfDirectory(atPath: roots + "/fingerprints")) ?? []
+        #expect(planted == ["fingerprints"] && plantedState.isEmpty, "root wrote through the links: \(planted) \(plantedState)")
+        // Where the agent started: the metrics kept being replaced, the state was saved.
+        let saved = (try? FileManager.default.contentsOfDirectory(atPath: attacker + "/state.old/fingerprints")) ?? []
+        #expect(saved.contains { $0.hasSuffix(".json") && !$0.hasPrefix(".") }, "\(saved) \(agent.stderr)")
+        #expect(FileManager.default.fileExists(atPath: attacker + "/metrics.old/m.prom"))
+    }
 }
