@@ -176,14 +176,19 @@ public final class CommandRunner {
         outcome.summaries = finishedSummaries
         outcome.snapshots = snapshots
         outcome.expiredTimeout = timedOut ? options.timeout : nil
+        outcome.unwatched = unwatched
         // The command's status passes through whatever its value; 125 only when the agent
         // lost it (it cannot, short of a bug, but it must not invent a status).
         if outcome.isFailure {
             outcome.status = RunExitCode.timedOut
         } else if let status = childStatus {
-            outcome.status =
-                status == 0 && options.onStall == .fail && !outcome.stalls.isEmpty
-                ? RunExitCode.stallsFound : status
+            if status == 0, outcome.unwatched.contains(where: { $0.pid == child }) {
+                outcome.status = RunExitCode.notWatched
+            } else {
+                outcome.status =
+                    status == 0 && options.onStall == .fail && !outcome.stalls.isEmpty
+                    ? RunExitCode.stallsFound : status
+            }
             if let sig = childSignal, ForwardedSignals.fatal.contains(sig), ForwardedSignals.received(sig) {
                 outcome.dieOfSignal = sig
             }
@@ -252,10 +257,32 @@ public final class CommandRunner {
                 let monitor = try StallMonitor(pid: pid, options: options.monitor, log: log)
                 monitor.begin(at: now)
                 monitors[pid] = monitor
+            } catch StallAgentError.permissionDenied {
+                // Not ours to trace (a setuid or file-capability program, run by an agent
+                // without CAP_SYS_PTRACE): said, never silently skipped (issue 27).
+                refused.insert(pid)
+                notePermissionDenied(pid: pid, name: stat.name)
             } catch {
-                // Gone already, or not ours to trace (a setuid helper): not an error of the run.
+                // Gone already: not an error of the run.
                 refused.insert(pid)
             }
+        }
+    }
+
+    private var unwatched: [(name: String, pid: Int32)] = []
+
+    /// Says the first few refusals and counts the rest (a suite that runs `sudo` per test
+    /// must not flood the log).
+    private func notePermissionDenied(pid: Int32, name: String) {
+        unwatched.append((name, pid))
+        let which = pid == child ? "the command" : "a process of the run"
+        if unwatched.count <= 5 {
+            log(
+                "stallagent: cannot watch \(name.terminalSafe) [\(pid)], \(which): permission denied (a setuid or "
+                    + "file-capability program; tracing it needs root or CAP_SYS_PTRACE)"
+                    + (pid == child ? "; its own children are watched where permitted" : ""))
+        } else if unwatched.count == 6 {
+            log("stallagent: more processes of the run cannot be watched; the summary counts them")
         }
     }
 

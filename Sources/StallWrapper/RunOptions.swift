@@ -29,6 +29,9 @@ public struct RunOptions: Sendable {
 public enum RunExitCode {
     /// Stalls were found and `--on-stall fail` was given (the command itself succeeded).
     public static let stallsFound: Int32 = 86
+    /// The command succeeded but its own process could not be watched (a setuid or
+    /// file-capability program the agent's user may not trace): nothing was watched.
+    public static let notWatched: Int32 = 87
     public static let timedOut: Int32 = 124
     public static let agentError: Int32 = 125
     public static let notExecutable: Int32 = 126

@@ -18,6 +18,9 @@ public struct RunOutcome: Sendable {
     /// Snapshots taken when `--timeout` expired, one per watched process.
     public var snapshots: [TimeoutSnapshot] = []
     public var summaries: [MonitorSummary] = []
+    /// Processes of the run the agent was not permitted to watch (name, pid), the command's
+    /// own first when it was one of them.
+    public var unwatched: [(name: String, pid: Int32)] = []
 
     public var stalls: [MonitorSummary.Stall] { summaries.flatMap(\.stalls) }
 
@@ -38,6 +41,10 @@ extension RunOutcome {
         let count = stalls.count
         var line = "stallagent: \(count) stall\(count == 1 ? "" : "s") over \(String(format: "%.1f", wallSeconds)) s of \(name.terminalSafe)"
         if others > 0 { line += " and \(others) \(others == 1 ? "child" : "children")" }
+        if !unwatched.isEmpty {
+            let names = Set(unwatched.map(\.name)).sorted().prefix(3).map(\.terminalSafe).joined(separator: ", ")
+            line += "; \(unwatched.count) not watched (permission denied: \(names))"
+        }
         let share = wallSeconds > 0 ? 100 * agentCPUSeconds / wallSeconds : 0
         line += String(format: "; agent %.1f %% CPU", share)
         return line

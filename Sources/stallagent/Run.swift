@@ -30,7 +30,10 @@ struct Run: ParsableCommand {
             Exit status, as timeout(1): the command's, whatever its value (0-255), or 128+N if \
             signal N killed it; if the agent received INT, TERM or HUP and the command died of \
             it, the agent dies of that signal too, so a shell loop stops on Ctrl-C. 86 if \
-            --on-stall fail and stalls were found while the command succeeded; 124 if --timeout \
+            --on-stall fail and stalls were found while the command succeeded; 87 if the command \
+            succeeded but its own process could not be watched (a setuid or file-capability \
+            program and an agent without CAP_SYS_PTRACE; each such process is named on stderr \
+            and counted in the summary line); 124 if --timeout \
             expired or --kill-after terminated a stalled process (the JUnit file, annotations \
             and step summary then fail too); 125 the agent's own error, found before the \
             command starts (bad option, unusable report directory or --junit file); 126 the \

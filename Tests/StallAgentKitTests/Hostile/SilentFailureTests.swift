@@ -1,0 +1,41 @@
+import Foundation
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Issue 27, item 6: failures that were silent. `run` skipped a setuid program it could not
+/// trace with exit 0 and no word, so a CI job believed the command had been watched.
+@Suite struct SilentFailureTests {
+    let agent = FixtureProcess.stallagentURL
+
+    @Test(.enabled(if: geteuid() == 0 && FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv")))
+    func attack12_aSetuidProgramUnderRunIsNamedAndTheCommandsOwnGetsItsStatus() throws {
+        let scratch = try HostileScratch("setuid")
+        let program = try scratch.fixtureCopy(named: "suid-fixture")
+        chmod(program, 0o4755)
+        let reports = scratch.path("reports")
+        try FileManager.default.createDirectory(atPath: reports, withIntermediateDirectories: true)
+        #expect(chown(reports, 65534, 65534) == 0)
+        let asNobody = ["--reuid=65534", "--regid=65534", "--clear-groups", agent.path, "run", "--report-dir", reports, "--"]
+        let loop = "'\(program)' loop --script spin:0.3 --gap 0.2 --exit-when-done"
+
+        // The command itself: nothing of it was watched, so success is not 0.
+        let alone = try runCommand(
+            URL(fileURLWithPath: "/usr/bin/setpriv"),
+            asNobody + [program, "loop", "--script", "spin:0.3", "--gap", "0.2", "--exit-when-done"], timeout: 60)
+        #expect(alone.status == 87, "\(alone.status): \(alone.stderr)")
+        #expect(alone.stderr.contains("cannot watch suid-fixture"), "\(alone.stderr)")
+        #expect(alone.stderr.contains("the command: permission denied"), "\(alone.stderr)")
+        #expect(alone.stderr.contains("1 not watched (permission denied: suid-fixture)"), "\(alone.stderr)")
+
+        // A setuid process under a watched shell: named and counted; the shell's status stands.
+        let nested = try runCommand(
+            URL(fileURLWithPath: "/usr/bin/setpriv"), asNobody + ["/bin/sh", "-c", "\(loop); \(loop); exit 3"], timeout: 60)
+        #expect(nested.status == 3, "\(nested.status): \(nested.stderr)")
+        #expect(nested.stderr.contains("a process of the run: permission denied"), "\(nested.stderr)")
+        #expect(nested.stderr.contains("2 not watched (permission denied: suid-fixture)"), "\(nested.stderr)")
+
+    }
+}
