@@ -38,4 +38,39 @@ import Glibc
         #expect(nested.stderr.contains("2 not watched (permission denied: suid-fixture)"), "\(nested.stderr)")
 
     }
+
+    /// The wrapped command makes the shared stderr non-blocking (as Node does) and fills the
+    /// pipe; the reader drains it only 3 s later. The agent's stall line and summary used to
+    /// meet EAGAIN and be dropped.
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/python3")))
+    func attack13_aFullNonBlockingStderrLosesNoStallLine() throws {
+        let scratch = try HostileScratch("nonblocking")
+        let script = """
+            import fcntl, os, time
+            fcntl.fcntl(2, fcntl.F_SETFL, fcntl.fcntl(2, fcntl.F_GETFL) | os.O_NONBLOCK)
+            try:
+                while True:
+                    os.write(2, b"x" * 4096)
+            except BlockingIOError:
+                pass
+            def flush_cache():
+                time.sleep(1.6)
+            flush_cache()
+            """
+        let process = Process()
+        process.executableURL = agent
+        process.arguments = ["run", "--report-dir", scratch.path("reports"), "--", "/usr/bin/python3", "-c", script]
+        let stderr = Pipe()
+        process.standardError = stderr
+        process.standardOutput = FileHandle.nullDevice
+        try process.run()
+        defer { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
+        usleep(3_000_000)
+        let output = String(decoding: stderr.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        let lines = output.split(separator: "\n").filter { !$0.hasPrefix("xxxx") }.joined(separator: "\n")
+        #expect(process.terminationStatus == 0, "\(lines)")
+        #expect(lines.contains("stall #1 0xbaadca11 blocked"), "\(lines)")
+        #expect(lines.contains("stallagent: 1 stall over"), "\(lines)")
+    }
 }
