@@ -16,7 +16,7 @@ import Glibc
     }
 
     @Test(.enabled(if: canFreeze, "needs root and the cgroup v1 freezer at /sys/fs/cgroup/freezer"))
-    func frozenTimeIsNotAStallAndNoKill() throws {
+    func attack14_frozenTimeIsNotAStallAndNoKill() throws {
         let group = Self.freezer + "/stallagent-test-\(UUID().uuidString.prefix(8))"
         try FileManager.default.createDirectory(atPath: group, withIntermediateDirectories: false)
         // A loop busy with short turns: the agent probes it all the time (an idle loop frozen
