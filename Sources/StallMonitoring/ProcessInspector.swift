@@ -40,29 +40,52 @@ public final class ProcessInspector {
     /// `debugDirectories`: extra places for separate debug files (`--debug-dir`).
     /// `debuginfod`: whether modules without a local debug file are fetched (`.wait` for
     /// one-shot commands, `.background` for the watch).
+    /// `withExitedMainThread`: a process whose main thread exited while others run on is
+    /// accepted (`dump --all-threads` reads the others); otherwise it is refused as such.
     public init(
         pid: Int32, capturer: ThreadCapturer = ThreadCapturer(), debugDirectories: [String] = [],
-        debuginfod: DebuginfodUse = .off
+        debuginfod: DebuginfodUse = .off, withExitedMainThread: Bool = false
     ) throws {
         guard pid > 0 else { throw StallAgentError.invalidArgument("pid must be a positive number, got \(pid)") }
         let statusText = try ProcFS.readText("/proc/\(pid)/status", pid: pid)
         guard let status = ProcStatus.parse(statusText) else { throw StallAgentError.noSuchProcess(pid: pid) }
-        if status.state == "Z" || status.state == "X" { throw StallAgentError.zombie(pid: pid) }
-        if !status.hasUserMemory { throw StallAgentError.kernelThread(pid: pid) }
+        // A zombie leader with live threads is a main thread that called pthread_exit (its
+        // status counts the threads that run on); a zombie process has none.
+        let liveThreads = status.state == "Z" ? Self.liveThreads(of: status.tgid) : []
+        if status.state == "Z", !liveThreads.isEmpty, !withExitedMainThread {
+            throw StallAgentError.mainThreadExited(pid: status.tgid, threads: liveThreads.count)
+        }
+        if (status.state == "Z" && liveThreads.isEmpty) || status.state == "X" { throw StallAgentError.zombie(pid: pid) }
+        if !status.hasUserMemory && liveThreads.isEmpty { throw StallAgentError.kernelThread(pid: pid) }
         // A thread id was given: look at its process.
         let tgid = status.tgid
-        // syscall needs the same access as ptrace: check now for a clear refusal.
-        _ = try ProcFS.readText("/proc/\(tgid)/task/\(tgid)/syscall", pid: tgid)
+        // syscall needs the same access as ptrace: check now for a clear refusal (on a thread
+        // that runs, when the main one has exited).
+        let probe = liveThreads.first ?? tgid
+        _ = try ProcFS.readText("/proc/\(tgid)/task/\(probe)/syscall", pid: tgid)
         self.pid = tgid
         self.capturer = capturer
         name = status.name
-        executablePath = try? ProcFS.readLink("/proc/\(tgid)/exe", pid: tgid)
-        let modules = try ProcessModules(pid: tgid)
+        // A zombie main thread's maps and exe read empty: a live thread's show the process's.
+        let task = "/proc/\(tgid)/task/\(probe)"
+        executablePath = try? ProcFS.readLink(task + "/exe", pid: tgid)
+        // /proc/TID/root and map_files of a live thread, too (the main one's are gone).
+        let modules = try ProcessModules(pid: probe, mapsText: try ProcFS.readText(task + "/maps", pid: tgid))
         self.modules = modules
         let path = executablePath
         lastMainMapping = modules.modules.first { $0.path == path }?.start
         unwinder = SnapshotUnwinder(modules: modules)
         symbolizer = Symbolizer(modules: modules, debugDirectories: debugDirectories, debuginfod: debuginfod)
+    }
+
+    /// The threads of `tgid` other than its main one that are not zombies themselves.
+    public static func liveThreads(of tgid: Int32) -> [Int32] {
+        ((try? ProcFS.threadIDs(pid: tgid)) ?? []).filter { tid in
+            guard tid != tgid, let text = try? ProcFS.readText("/proc/\(tgid)/task/\(tid)/stat", pid: tgid),
+                let stat = ProcThreadStat.parse(text)
+            else { return false }
+            return stat.state != "Z" && stat.state != "X"
+        }
     }
 
     /// After an exec: the process's name and executable are the new program's.
@@ -345,8 +368,15 @@ public final class ProcessInspector {
         return dump
     }
 
+    private static func threadState(_ tid: Int32) -> Character? {
+        (try? ProcFS.readText("/proc/\(tid)/stat", pid: tid)).flatMap(ProcThreadStat.parse)?.state
+    }
+
     public func dumpProcess(allThreads: Bool) throws -> ProcessDump {
-        let tids = allThreads ? try ProcFS.threadIDs(pid: pid) : [pid]
+        var tids = allThreads ? try ProcFS.threadIDs(pid: pid) : [pid]
+        let mainExited = allThreads && !Self.liveThreads(of: pid).isEmpty && Self.threadState(pid) == "Z"
+        // A main thread that exited has no stack left: the threads that run on are the dump.
+        if mainExited { tids.removeAll { $0 == pid } }
         var threads: [ThreadDump] = []
         for tid in tids {
             let dump = try self.dump(tid: tid)

@@ -10,6 +10,9 @@ public enum StallAgentError: Error, CustomStringConvertible, Equatable {
     /// A refused attach under systemd whose unit does not grant the capabilities.
     case missingCapability(pid: Int32, unit: String?, capabilities: [String])
     case zombie(pid: Int32)
+    /// The main thread called pthread_exit while others run on: the process is alive, its
+    /// main thread is a zombie.
+    case mainThreadExited(pid: Int32, threads: Int)
     case kernelThread(pid: Int32)
     case alreadyTraced(pid: Int32, tracer: Int32)
     case targetExited(pid: Int32)
@@ -57,6 +60,11 @@ public enum StallAgentError: Error, CustomStringConvertible, Equatable {
                 """
         case .zombie(let pid):
             return "process \(pid) is a zombie (it has exited; its parent has not reaped it): nothing to capture"
+        case .mainThreadExited(let pid, let threads):
+            return
+                "process \(pid)'s main thread has exited (pthread_exit) while \(threads) other "
+                + (threads == 1 ? "thread runs" : "threads run")
+                + " on: there is no main thread to watch (`stallagent dump --all-threads --pid \(pid)` shows the others)"
         case .kernelThread(let pid):
             return "process \(pid) is a kernel thread: it has no user-space stack to capture"
         case .alreadyTraced(let pid, let tracer):
@@ -86,7 +94,7 @@ public enum StallAgentError: Error, CustomStringConvertible, Equatable {
         switch self {
         case .noSuchProcess, .targetExited: return 3
         case .permissionDenied, .missingCapability: return 4
-        case .zombie, .kernelThread, .alreadyTraced: return 5
+        case .zombie, .mainThreadExited, .kernelThread, .alreadyTraced: return 5
         case .captureTimedOut, .threadMoved: return 6
         case .invalidArgument: return 64
         case .reportDirectory: return 73

@@ -47,7 +47,7 @@ struct Dump: ParsableCommand {
             Debuginfod.shared.notice = { FileHandleOutput.standardError("stallagent: \($0)\n") }
             let inspector = try ProcessInspector(
                 pid: pid, capturer: ThreadCapturer(options: options), debugDirectories: debugDirectories,
-                debuginfod: .wait)
+                debuginfod: .wait, withExitedMainThread: allThreads)
             inspector.readsPythonFrames = !noPythonFrames
             let dump = try inspector.dumpProcess(allThreads: allThreads)
             for notice in InflationBudget.shared.drainNotices() { FileHandleOutput.standardError("stallagent: \(notice)\n") }

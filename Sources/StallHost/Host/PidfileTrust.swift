@@ -49,7 +49,15 @@ enum PidfileTrust {
         guard let pid = Int32(text), pid > 0 else {
             return .refused("pidfile \(path) holds '\(text.prefix(20))', not a process id")
         }
-        guard TargetResolver.isLiveProcess(pid) else { return .refused("pidfile \(path) names process \(pid), which is not running") }
+        guard TargetResolver.isLiveProcess(pid) else {
+            let others = ProcessInspector.liveThreads(of: pid).count
+            if others > 0 {
+                return .refused(
+                    "pidfile \(path) names process \(pid), whose main thread has exited (pthread_exit) while \(others) other "
+                        + (others == 1 ? "thread runs" : "threads run") + " on: no main thread to watch")
+            }
+            return .refused("pidfile \(path) names process \(pid), which is not running")
+        }
         let written = Double(info.st_mtim.tv_sec) + Double(info.st_mtim.tv_nsec) / 1e9
         if let age = StallMonitor.processAge(pid: pid), Date().timeIntervalSince1970 - age > written + startTolerance {
             return .refused(
