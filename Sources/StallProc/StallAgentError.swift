@@ -82,7 +82,9 @@ public enum StallAgentError: Error, CustomStringConvertible, Equatable {
         case .reportDirectory(let path, let reason):
             return "report directory \(path): \(reason)"
         case .configuration(let path, let line, let message):
-            return "\(path)\(line.map { ":\($0)" } ?? ""): \(message)"
+            // A message quotes the file: a 20 MB line must not be echoed whole (issue 27).
+            let shown = message.count > 400 ? String(message.prefix(400)) + "… (\(message.utf8.count) bytes)" : message
+            return "\(path)\(line.map { ":\($0)" } ?? ""): \(shown)"
         case .listen(let address, let code):
             return "cannot listen for metrics on \(address): \(String(cString: strerror(code)))"
                 + (code == EADDRINUSE ? " (another process has this port; pick another with --metrics-listen)" : "")

@@ -61,9 +61,17 @@ public struct ReportSymbolicator {
         return copy
     }
 
+    static let maxReportBytes = 64 << 20
+
     /// Reads `jsonPath`, symbolicates, and writes it and `<stem>.txt` beside it.
     public func symbolicateFile(atPath jsonPath: String) throws -> Result {
         let data: Data
+        // A report is a few megabytes at most; a 1 GiB file was read whole (issue 27).
+        var info = stat()
+        if stat(jsonPath, &info) == 0, info.st_size > Self.maxReportBytes {
+            throw StallAgentError.invalidArgument(
+                "\(jsonPath) is \(info.st_size >> 20) MiB: not a stallagent report (at most \(Self.maxReportBytes >> 20) MiB)")
+        }
         do {
             data = try Data(contentsOf: URL(fileURLWithPath: jsonPath))
         } catch {

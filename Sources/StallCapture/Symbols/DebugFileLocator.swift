@@ -62,6 +62,9 @@ public struct DebugFileLocator: Hashable, Sendable {
                 if candidate.contentCRC == link.crc { return candidate }
             }
         }
+        // A file with its own DWARF and symbol table needs nothing from a server: dump waited
+        // up to 30 s for such a binary (issue 27).
+        if image.hasDebugInfo, image.section(named: ".symtab") != nil { return nil }
         return fetchedDebugImage(for: image, modulePath: modulePath, cache: cache)
     }
 

@@ -80,19 +80,34 @@ public final class Debuginfod: @unchecked Sendable {
         state.withLock { $0.waiting[buildID] != nil }
     }
 
-    /// Fetches and waits (at most `maxSeconds`, plus the downloads queued before it).
+    /// Seconds all blocking fetches of this process may wait together: `maxSeconds`. Each
+    /// download had its own deadline only, and twelve unknown build-ids against a slow server
+    /// made one dump wait 32.6 s, one after another (issue 27). Downloads already started go
+    /// on in the background; the waiting stops.
+    private let waitedSeconds = Mutex(0.0)
+
+    /// Fetches and waits (at most what is left of `maxSeconds` for all blocking fetches).
     public func fetch(_ buildID: String, module: String) -> Outcome {
         if let known = outcome(buildID) { return known }
+        let left = maxSeconds - waitedSeconds.withLock { $0 }
+        guard left > 0 else {
+            return .failed(reason: "skipped: this command already waited \(Int(maxSeconds)) s for debuginfod ($DEBUGINFOD_MAXTIME)")
+        }
         let done = DispatchSemaphore(value: 0)
         let result = Mutex<Outcome?>(nil)
         let noticeHandler = notice
-        noticeHandler?("fetching debug info for \(module) (build-id \(buildID)) from debuginfod (up to \(Int(maxSeconds)) s)")
+        noticeHandler?("fetching debug info for \(module) (build-id \(buildID)) from debuginfod (up to \(Int(left.rounded(.up))) s)")
         request(buildID) { outcome in
             result.withLock { $0 = outcome }
             done.signal()
         }
-        done.wait()
-        let outcome = result.withLock { $0 } ?? .failed(reason: "no answer")
+        let started = MonotonicTime.seconds()
+        let answered = done.wait(timeout: .now() + left) == .success
+        waitedSeconds.withLock { $0 += MonotonicTime.seconds() - started }
+        let outcome =
+            answered
+            ? result.withLock { $0 } ?? .failed(reason: "no answer")
+            : .failed(reason: "gave up: this command's \(Int(maxSeconds)) s for debuginfod ($DEBUGINFOD_MAXTIME) are spent")
         if case .failed(let reason) = outcome { noticeHandler?("no debug info for \(module) from debuginfod: \(reason)") }
         return outcome
     }

@@ -54,7 +54,16 @@ public struct AgentConfiguration: Sendable {
     static let targetKeys = Set(targetSettings.compactMap(\.configKey) + ["pid", "pidfile", "unit", "name", "processes"])
     static let retentionKeys = Set(retentionSettings.compactMap(\.configKey))
 
+    /// A configuration names a few hundred targets at most; a 10 MB file with 350 000 was
+    /// checked for minutes (issue 27).
+    static let maxFileBytes = 1 << 20
+
     public static func load(path: String) throws -> AgentConfiguration {
+        var info = stat()
+        if stat(path, &info) == 0, info.st_mode & S_IFMT == S_IFREG, info.st_size > maxFileBytes {
+            throw StallAgentError.configuration(
+                path: path, line: nil, message: "the file is \(info.st_size) bytes; a configuration is at most \(maxFileBytes) bytes")
+        }
         guard let data = FileManager.default.contents(atPath: path) else {
             throw StallAgentError.configuration(path: path, line: nil, message: "cannot read the file (missing or not readable)")
         }
@@ -72,6 +81,7 @@ public struct AgentConfiguration: Sendable {
             throw StallAgentError.configuration(path: path, line: Self.line(of: error), message: "not valid YAML: \(Self.problem(of: error))")
         }
         var configuration = AgentConfiguration()
+        var labels = Set<String>()
         guard let root else { throw fail(nil, "the file is empty; it needs at least a 'targets:' list") }
         guard let top = root.mapping else { throw fail(root, "expected a mapping of settings (key: value) at the top level") }
 
@@ -197,7 +207,7 @@ public struct AgentConfiguration: Sendable {
             if case .pidfile = selector, target.processes == .all {
                 throw fail(item, "'processes: all' applies to a unit or a pid, not a pidfile")
             }
-            if configuration.targets.contains(where: { $0.label == target.label }) {
+            guard labels.insert(target.label).inserted else {
                 throw fail(item, "two targets are both named '\(target.label)'; give one a 'name:'")
             }
             configuration.targets.append(target)

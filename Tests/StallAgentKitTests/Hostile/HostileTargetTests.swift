@@ -555,14 +555,21 @@ import Glibc
     @Test func attack8_execReloadsTheProcessIdentity() throws {
         let scratch = try HostileScratch("exec")
         let other = try scratch.fixtureCopy(named: "otherprog")
+        // The exec waits for the agent's first look (a flag file): on a loaded machine a fixed
+        // sleep let the exec happen before the agent attached, and there was no exec to see.
+        let flag = scratch.path("go")
         let target = try PythonTarget(
-            "import os, time; time.sleep(1.0); os.execv('\(other)', ['\(other)', 'loop', '--script', 'spin:1.2,spin:1.2', '--gap', '0.3'])")
+            "import os, time\nwhile not os.path.exists('\(flag)'): time.sleep(0.02)\ntime.sleep(0.3)\n"
+                + "os.execv('\(other)', ['\(other)', 'loop', '--script', 'spin:1.2,spin:1.2', '--gap', '0.3'])")
         defer { target.stop() }
         let reports = scratch.path("reports")
-        let result = try runCommand(
-            agent,
+        let agentRun = try BackgroundAgent(
             ["--pid", "\(target.pid)", "--report-dir", reports, "--threshold", "0.4s", "--launch-threshold", "0.4s", "--duration", "4.5s"],
-            timeout: 30)
+            stderrPath: scratch.path("agent.stderr"))
+        #expect(agentRun.waitFor("watching python3"), "\(agentRun.stderr)")
+        FileManager.default.createFile(atPath: flag, contents: nil)
+        let exit = agentRun.waitForExit(timeout: 30)
+        let result = (status: exit?.status ?? -1, stderr: agentRun.stderr)
         #expect(result.status == 0, "\(result.stderr)")
         #expect(result.stderr.contains("exec'd \(other)"), "\(result.stderr)")
         let after = hostileJSONReports(in: reports).filter { (($0["process"] as? [String: Any])?["name"] as? String) == "otherprog" }

@@ -153,6 +153,66 @@ import Glibc
         #expect(target.procStatus?.state != "t")
     }
 
+    /// A server that answers every lookup, but slowly (2.5 s, within the per-lookup deadline):
+    /// five stripped modules on the stack made a dump wait for each in turn (issue 27: 32.6 s
+    /// for twelve). All the lookups of one command share one `DEBUGINFOD_MAXTIME`.
+    @Test(.enabled(if: available)) func aSlowServerIsWaitedForOnceAcrossModules() throws {
+        let directory = try Self.temporaryDirectory("debuginfod-slow")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        for index in 1...4 {
+            let source = directory.appendingPathComponent("l\(index).c").path
+            try InflationBombTests.library.replacingOccurrences(of: "bomb_N", with: "bomb_\(index)").write(
+                toFile: source, atomically: true, encoding: .utf8)
+            let library = directory.appendingPathComponent("libbomb\(index).so").path
+            try NativeFixture.run("cc", ["-O1", "-fPIC", "-shared", "-o", library, source])
+            try NativeFixture.run("strip", [library])
+        }
+        let main = directory.appendingPathComponent("main.c").path
+        try InflationBombTests.program.write(toFile: main, atomically: true, encoding: .utf8)
+        let program = directory.appendingPathComponent("chain").path
+        try NativeFixture.run(
+            "cc",
+            ["-O1", "-o", program, main, "-L", directory.path, "-lbomb1", "-lbomb2", "-lbomb3", "-lbomb4", "-Wl,-rpath," + directory.path])
+        try NativeFixture.run("strip", [program])
+        let script = directory.appendingPathComponent("slow.py").path
+        try """
+            import http.server, socketserver, sys, time
+            class Slow(http.server.BaseHTTPRequestHandler):
+                def do_GET(self):
+                    time.sleep(2.5)
+                    self.send_response(404)
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                def log_message(self, *args):
+                    pass
+            class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
+                daemon_threads = True
+            Server(("127.0.0.1", int(sys.argv[1])), Slow).serve_forever()
+            """.write(toFile: script, atomically: true, encoding: .utf8)
+        let port = Self.freePort()
+        let server = Process()
+        server.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+        server.arguments = [script, "\(port)"]
+        try server.run()
+        defer { Self.kill(server) }
+        usleep(500_000)
+
+        let target = try FixtureProcess([], executable: URL(fileURLWithPath: program), waitForReady: false)
+        defer { target.stop() }
+        usleep(1_300_000)  // inside the chain's 2.5 s sleep, four libraries deep
+        let started = Date()
+        let result = try Self.dump(
+            pid: target.pid,
+            environment: [
+                "DEBUGINFOD_URLS=http://127.0.0.1:\(port)", "DEBUGINFOD_CACHE_PATH=\(directory.path)/cache", "DEBUGINFOD_MAXTIME=4",
+            ])
+        let elapsed = Date().timeIntervalSince(started)
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(elapsed < 9, "one budget for the command, not one per module: \(elapsed) s; \(result.stderr)")
+        #expect(result.stderr.contains("are spent"), "\(result.stderr)")
+        #expect(result.stdout.contains("bomb_4"), "\(result.stdout)")
+    }
+
     /// A server that answers with a different file (here another program's debug file) is
     /// never believed: build-ids must match.
     @Test(.enabled(if: available)) func serverSendingTheWrongFileIsIgnored() throws {
