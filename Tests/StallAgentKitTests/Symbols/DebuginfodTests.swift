@@ -176,19 +176,19 @@ import Glibc
         try NativeFixture.run("strip", [program])
         let script = directory.appendingPathComponent("slow.py").path
         try """
-            import http.server, socketserver, sys, time
-            class Slow(http.server.BaseHTTPRequestHandler):
-                def do_GET(self):
-                    time.sleep(2.5)
-                    self.send_response(404)
-                    self.send_header("Content-Length", "0")
-                    self.end_headers()
-                def log_message(self, *args):
-                    pass
-            class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
-                daemon_threads = True
-            Server(("127.0.0.1", int(sys.argv[1])), Slow).serve_forever()
-            """.write(toFile: script, atomically: true, encoding: .utf8)
+        import http.server, socketserver, sys, time
+        class Slow(http.server.BaseHTTPRequestHandler):
+            def do_GET(self):
+                time.sleep(2.5)
+                self.send_response(404)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+            def log_message(self, *args):
+                pass
+        class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
+            daemon_threads = True
+        Server(("127.0.0.1", int(sys.argv[1])), Slow).serve_forever()
+        """.write(toFile: script, atomically: true, encoding: .utf8)
         let port = Self.freePort()
         let server = Process()
         server.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
