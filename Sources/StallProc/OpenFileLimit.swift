@@ -19,4 +19,23 @@ public enum OpenFileLimit {
         }
         return UInt64(limit.rlim_cur)
     }
+
+    /// The soft limit now in force.
+    public static var soft: Int {
+        var limit = rlimit()
+        guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 else { return 1024 }
+        return limit.rlim_cur > UInt64(Int32.max) ? Int(Int32.max) : Int(limit.rlim_cur)
+    }
+
+    /// True when fewer than `reserve` descriptors are left below the soft limit, judged by the
+    /// lowest free one (descriptors are handed out lowest first, so every one below it is in
+    /// use): a watch of many processes stops taking new ones there, names them, and keeps
+    /// what it needs to discover and report (issue 27: past the limit, a family lost every
+    /// new process without a word).
+    public static func nearlyExhausted(reserve: Int) -> Bool {
+        let lowest = fcntl(0, F_DUPFD_CLOEXEC, 0)
+        guard lowest >= 0 else { return true }
+        close(lowest)
+        return Int(lowest) >= soft - reserve
+    }
 }

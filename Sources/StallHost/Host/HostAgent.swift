@@ -33,6 +33,8 @@ public final class HostAgent {
         var nextFullScan = 0.0
         var refused: [Int32: Double] = [:]
         var loggedRefusals: Set<String> = []
+        /// Processes not watched for want of descriptors (see `noteDescriptorRefusal`).
+        var descriptorRefusals = 0
         var saidMainOnly = false
         let family = ProcessFamily()
         /// `--follow-children`: watched processes awake at some round since the last wide scan,
@@ -235,6 +237,11 @@ public final class HostAgent {
             if slot.spec.watchesAllProcesses, !slot.summaries.isEmpty {
                 log(FamilySummaryTable.render(label: slot.spec.label, summaries: slot.summaries, stoppedBySignal: stoppedBy))
             }
+            if slot.descriptorRefusals > 0 {
+                log(
+                    "stallagent: \(slot.spec.label): \(slot.descriptorRefusals) process\(slot.descriptorRefusals == 1 ? " was" : "es were") "
+                        + "not watched: the agent's open-file limit (\(OpenFileLimit.soft)) was nearly reached")
+            }
         }
         housekeeping(at: .infinity)
         listener?.stop()
@@ -345,6 +352,12 @@ public final class HostAgent {
                 continue
             }
             guard TargetResolver.isLiveProcess(pid) else { continue }
+            if OpenFileLimit.nearlyExhausted(reserve: HostAgent.descriptorReserve) {
+                slot.refused[pid] = now + configuration.retryInterval
+                unwatchable = true
+                noteDescriptorRefusal(slot, pid: pid)
+                continue
+            }
             watched.insert(pid)
             do {
                 try attach(slot, pid: pid, at: now)
@@ -369,6 +382,27 @@ public final class HostAgent {
             } else {
                 waitMessage(slot, TargetResolver.noProcesses(unit), at: now)
             }
+        }
+    }
+
+    /// Descriptors kept free for discovery, reports and the metrics when a family grows past
+    /// the open-file limit: a watched process holds about four.
+    static let descriptorReserve = 64
+
+    /// Names each process left unwatched for want of descriptors, once, the first ten of
+    /// them, then counts (the summary is said again when the count grows tenfold).
+    private func noteDescriptorRefusal(_ slot: Slot, pid: Int32) {
+        guard slot.loggedRefusals.insert("\(pid) descriptors").inserted else { return }
+        slot.descriptorRefusals += 1
+        let count = slot.descriptorRefusals
+        let limit = OpenFileLimit.soft
+        if count <= 10 {
+            let name = (try? ProcFS.readText("/proc/\(pid)/comm", pid: pid))?.trimmingCharacters(in: .whitespacesAndNewlines) ?? "?"
+            log(
+                "stallagent: \(slot.spec.label): not watching \(name.terminalSafe) [\(pid)]: the agent's open-file limit "
+                    + "(\(limit)) is nearly reached; raise LimitNOFILE= (the shipped units set 65536) or ulimit -n")
+        } else if count == 11 || count == 100 || count == 1000 || count == 10_000 {
+            log("stallagent: \(slot.spec.label): \(count) processes not watched so far: the agent's open-file limit (\(limit)) is nearly reached")
         }
     }
 

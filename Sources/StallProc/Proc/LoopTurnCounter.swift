@@ -1,3 +1,4 @@
+import Synchronization
 import CPosix
 import Foundation
 
@@ -117,11 +118,20 @@ public final class LoopTurnCounter {
 
     // MARK: tracefs
 
-    /// Tracepoint ids are global: read once per agent.
-    private static let cachedIDs: Result<[(String, UInt64)], Unavailable> = Result { try readTracepointIDs() }
-        .mapError { $0 as? Unavailable ?? .failed("\($0)") }
+    /// Tracepoint ids are global: read once per agent, once the read succeeded or failed for a
+    /// reason that lasts. Out of descriptors is not one: remembered, it turned the counters off
+    /// for the agent's life and was said as "no syscall tracepoints" (issue 27).
+    private static let cachedIDs = Mutex<Result<[(String, UInt64)], Unavailable>?>(nil)
 
-    static func tracepointIDs() throws -> [(String, UInt64)] { try cachedIDs.get() }
+    static func tracepointIDs() throws -> [(String, UInt64)] {
+        if let known = cachedIDs.withLock({ $0 }) { return try known.get() }
+        let result = Result { try readTracepointIDs() }.mapError { $0 as? Unavailable ?? .failed("\($0)") }
+        if case .failure(.failed(let why)) = result, why.hasPrefix(Self.outOfDescriptors) { return try result.get() }
+        cachedIDs.withLock { $0 = result }
+        return try result.get()
+    }
+
+    static let outOfDescriptors = "out of file descriptors"
 
     private static func readTracepointIDs() throws -> [(String, UInt64)] {
         let root = try tracefsRoot()
@@ -129,6 +139,12 @@ public final class LoopTurnCounter {
             tracepointID("syscalls/sys_enter_\(name)", root: root).map { (name, $0) }
         }
         guard ids.contains(where: { $0.0.hasPrefix("epoll") || $0.0.hasPrefix("poll") }) else {
+            let probe = open(root + "/events", O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+            let code = errno
+            if probe >= 0 { close(probe) }
+            if probe < 0 && (code == EMFILE || code == ENFILE) {
+                throw Unavailable.failed(Self.outOfDescriptors + " (the agent's open-file limit is reached)")
+            }
             throw Unavailable.noTracepoints
         }
         return ids
