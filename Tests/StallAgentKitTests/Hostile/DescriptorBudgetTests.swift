@@ -30,7 +30,8 @@ import Glibc
         let lines = result.stderr.split(separator: "\n")
         let watched = lines.filter { $0.contains("'s main thread; reports") }.count
         let named = lines.filter { $0.contains(": not watching ") && $0.contains("open-file limit (150)") }.count
-        let total = lines.first { $0.contains("were not watched: the agent's open-file limit (150)") }
+        let total =
+            lines.first { $0.contains("were not watched: the agent's open-file limit (150)") }
             .flatMap { line in line.split(separator: " ").firstIndex(of: "processes").map { Int(line.split(separator: " ")[$0 - 1]) } } ?? nil
         #expect(watched >= 10, "\(result.stderr.suffix(2000))")
         #expect(named == min(10, 61 - watched), "\(result.stderr.suffix(2000))")
