@@ -76,6 +76,26 @@ final class BackgroundAgent {
     }
 }
 
+/// A program the test built, started and waited for until it prints its first line
+/// ("ready"). `stop()` (deferred by the caller, as for `PythonTarget`) kills it.
+final class ReadyProgram {
+    let process = Process()
+    var pid: Int32 { process.processIdentifier }
+
+    init(_ path: String) throws {
+        process.executableURL = URL(fileURLWithPath: path)
+        let output = Pipe()
+        process.standardOutput = output
+        try process.run()
+        _ = output.fileHandleForReading.availableData
+    }
+
+    func stop() {
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        process.waitUntilExit()
+    }
+}
+
 /// Debian's python3 running `script` (`-c`); the test is cancelled where python3 is missing.
 /// `stop()` (deferred by the caller: ARC may end an object's life at its last use) kills it.
 final class PythonTarget {

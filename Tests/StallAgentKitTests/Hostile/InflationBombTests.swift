@@ -127,18 +127,10 @@ import Glibc
 
     /// Watches `program` 8 s (two 2.5 s stalls); returns the agent's stderr and its peak RSS in MB.
     func watch(_ program: String, name: String) throws -> (stderr: String, peakMB: Double) {
-        let target = Process()
-        target.executableURL = URL(fileURLWithPath: program)
-        let output = Pipe()
-        target.standardOutput = output
-        try target.run()
-        defer {
-            kill(target.processIdentifier, SIGKILL)
-            target.waitUntilExit()
-        }
-        _ = output.fileHandleForReading.availableData  // "ready"
+        let target = try ReadyProgram(program)
+        defer { target.stop() }
         let agent = try BackgroundAgent(
-            ["--pid", "\(target.processIdentifier)", "--report-dir", scratch.path(name + "-reports"), "--duration", "8s"],
+            ["--pid", "\(target.pid)", "--report-dir", scratch.path(name + "-reports"), "--duration", "8s"],
             stderrPath: scratch.path(name + ".stderr"))
         let exit = agent.waitForExit(timeout: 60)
         #expect(exit?.status == 0, "\(agent.stderr)")

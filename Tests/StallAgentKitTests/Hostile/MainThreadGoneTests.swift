@@ -31,17 +31,9 @@ import Glibc
         try Self.program.write(toFile: source, atomically: true, encoding: .utf8)
         let program = scratch.path("headless")
         try NativeFixture.run("cc", ["-g", "-o", program, source, "-lpthread"])
-        let target = Process()
-        target.executableURL = URL(fileURLWithPath: program)
-        let output = Pipe()
-        target.standardOutput = output
-        try target.run()
-        defer {
-            kill(target.processIdentifier, SIGKILL)
-            target.waitUntilExit()
-        }
-        _ = output.fileHandleForReading.availableData  // "ready"
-        let pid = target.processIdentifier
+        let target = try ReadyProgram(program)
+        defer { target.stop() }
+        let pid = target.pid
         usleep(100_000)
 
         let said = "process \(pid)'s main thread has exited (pthread_exit) while 1 other thread runs on"
