@@ -58,13 +58,9 @@ public final class StallMonitor {
     private var lockOwners: [Int: ReportLockOwner] = [:]
     private var terminations: [Int: String] = [:]
     private var frameCache: [UInt64: SymbolizedFrame] = [:]
-    private var kill: (stallID: Int, abortSentAt: Double, killed: Bool)?
-    /// With `--kill-after`: a pidfd opened at attach, so a signal can only reach the process
-    /// that was watched, never one that reused its pid; -1 when it could not be opened (the
-    /// kill is then refused, and said).
-    private var killHandle: Int32 = -1
+    /// With `--kill-after`.
+    private var killPolicy: KillPolicy?
     private var lastFrozenCheck: (time: Double, frozen: Bool)?
-    private var killHandleError: String?
     private var firstWritten: [Int: Double] = [:]
     /// The other tracer that refused our captures, and what reports say about it.
     private var tracedBy: Int32?
@@ -175,10 +171,7 @@ public final class StallMonitor {
     ) throws {
         self.options = options
         self.appFrames = AppFrameRule(patterns: options.appFramePatterns)
-        if options.killAfter != nil {
-            killHandle = sa_pidfd_open(pid)
-            if killHandle < 0 { killHandleError = "pidfd_open: " + String(cString: strerror(errno)) }
-        }
+        let pidfd = options.killAfter == nil ? nil : KillPolicy.Pidfd(pid: pid)
         self.log = log
         self.fingerprints = fingerprints
         // Its age when the attach began, not after it: loading the modules' symbols can take
@@ -195,6 +188,9 @@ public final class StallMonitor {
         inspector.perfSampling = options.perfSampling
         inspector.perfSamplePeriod = options.sampleInterval / 2
         probe = try ThreadProbeFiles(pid: inspector.pid, tid: inspector.pid)
+        if let limit = options.killAfter, let pidfd {
+            killPolicy = KillPolicy(limit: limit, grace: options.killGrace, pid: inspector.pid, pidfd: pidfd, log: log)
+        }
         loopProbe = LoopProbeReader(pid: inspector.pid, modules: inspector.modules)
         (loopTurnEvidence, turnCounter, loopTurnsNote) = try StallMonitor.chooseLoopTurnEvidence(
             tid: inspector.pid, mode: options.loopTurns, hasLoopProbe: loopProbe != nil)
@@ -1292,53 +1288,10 @@ public final class StallMonitor {
     // MARK: --kill-after
 
     private func checkKillAfter(at now: Double) {
-        guard let limit = options.killAfter, let id = detector.currentStallID, let age = detector.episodeAge,
-            age >= limit
+        guard let killPolicy, let id = detector.currentStallID, let age = detector.episodeAge,
+            let termination = killPolicy.check(stallID: id, age: age, at: now)
         else { return }
-        if kill == nil || kill?.stallID != id {
-            log("stallagent: stall #\(id) has lasted \(Format.seconds(age)) (--kill-after \(Format.seconds(limit))): sending SIGABRT to \(inspector.pid)")
-            if let refused = signal(SIGABRT) {
-                terminations[id] = ReportTermination.refused(
-                    "SIGABRT after " + String(format: "%.2f", age) + " s (--kill-after) was refused: " + refused)
-                kill = (id, now, true)
-            } else {
-                terminations[id] = String(format: "terminated by stallagent with SIGABRT after %.2f s (--kill-after)", age)
-                kill = (id, now, false)
-            }
-        } else if let state = kill, !state.killed, now - state.abortSentAt >= options.killGrace {
-            log("stallagent: \(inspector.pid) still alive \(Format.seconds(options.killGrace)) after SIGABRT: sending SIGKILL")
-            if let refused = signal(SIGKILL) {
-                terminations[id] = ReportTermination.refused(
-                    "SIGABRT ignored for " + String(format: "%.1f", options.killGrace) + " s, then SIGKILL refused: " + refused)
-            } else {
-                terminations[id] = String(
-                    format: "terminated by stallagent with SIGKILL after %.2f s (SIGABRT ignored for %.1f s)", age, options.killGrace)
-            }
-            kill?.killed = true
-        }
-    }
-
-    /// Signals the watched process through its pidfd. Returns why it did not happen, said on
-    /// stderr and kept for the report: a kill that silently failed read "terminated" before.
-    private func signal(_ number: Int32) -> String? {
-        let name = number == SIGKILL ? "SIGKILL" : "SIGABRT"
-        var reason: String?
-        if killHandle < 0 {
-            reason = "the process's identity cannot be proven (\(killHandleError ?? "no pidfd"))"
-        } else if sa_pidfd_send_signal(killHandle, number) != 0 {
-            let code = errno
-            reason = String(cString: strerror(code))
-            if code == EPERM {
-                reason! += "; signalling another user's process needs CAP_KILL (add it to the unit's CapabilityBoundingSet= and AmbientCapabilities=)"
-            }
-            if code == ESRCH { reason! += "; the process is gone" }
-        }
-        if let reason { log("stallagent: warning: \(name) not sent to \(inspector.pid): \(reason)") }
-        return reason
-    }
-
-    deinit {
-        if killHandle >= 0 { close(killHandle) }
+        terminations[id] = termination
     }
 }
 
