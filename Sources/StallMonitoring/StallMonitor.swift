@@ -29,8 +29,8 @@ public final class StallMonitor {
     /// Seconds the main thread spent in each state, from the probes.
     public private(set) var stateSeconds: [ThreadActivity: Double] = [:]
     /// Total time the target was stopped by captures, and captures made without a stop.
-    public private(set) var pauseSecondsTotal = 0.0
-    public private(set) var capturesWithoutStop = 0
+    public var pauseSecondsTotal: Double { captureStatistics.pauseSecondsTotal }
+    public var capturesWithoutStop: Int { captureStatistics.capturesWithoutStop }
     private var lastObservation: (time: Double, activity: ThreadActivity)?
     private let probe: ThreadProbeFiles
     private let classifier: ThreadStateClassifier
@@ -45,12 +45,7 @@ public final class StallMonitor {
     private var renameCount = 0
     private let hostname: String
 
-    // Per-episode agent statistics (reset when a new busy episode starts).
-    private var episodeStart: Double?
-    private var episodePauses: [Double] = []
-    private var episodeWithStop = 0
-    private var episodeWithoutStop = 0
-    private var episodeFailed = 0
+    private var captureStatistics = CaptureStatistics()
 
     // Per-stall state.
     private var decisions: [Int: StallFingerprintBook.Decision] = [:]
@@ -773,12 +768,7 @@ public final class StallMonitor {
         // Read into plain locals first: comparing the detector's optional directly trips a
         // Swift 6.3 release-mode optimizer crash (CopyPropagation ownership verification).
         let startTime: Double? = detector.isInEpisode ? detector.episodeStartTime : nil
-        guard let startTime, startTime != (episodeStart ?? -1) else { return }
-        episodeStart = startTime
-        episodePauses.removeAll(keepingCapacity: true)
-        episodeWithStop = 0
-        episodeWithoutStop = 0
-        episodeFailed = 0
+        captureStatistics.resetIfNewEpisode(startedAt: startTime)
     }
 
     /// Home or nested, for a thread in one of the idle-set waits (nil for anything else).
@@ -1002,13 +992,10 @@ public final class StallMonitor {
                 ioHint = false
             }
             if snapshot.method == .ptraceStop {
-                episodeWithStop += 1
+                captureStatistics.recordStop(pauseNanos: snapshot.pauseNanos)
                 summary.capturesWithStop += 1
-                episodePauses.append(Double(snapshot.pauseNanos) / 1000)
-                pauseSecondsTotal += Double(snapshot.pauseNanos) / 1e9
             } else {
-                episodeWithoutStop += 1
-                capturesWithoutStop += 1
+                captureStatistics.recordWithoutStop()
             }
             var sampled: [SampledFrame] = []
             if detector.episodePhase == .batch {
@@ -1039,7 +1026,7 @@ public final class StallMonitor {
         } catch StallAgentError.alreadyTraced(_, let tracer) {
             // strace, gdb or another agent holds the target: no stacks, but the stall is still
             // timed from /proc. Said once per tracer, and in every report.
-            episodeFailed += 1
+            captureStatistics.recordFailure()
             if tracedBy != tracer {
                 tracedBy = tracer
                 let name =
@@ -1050,7 +1037,7 @@ public final class StallMonitor {
             }
             handle(detector.record(StackSample(time: now, activity: activity, frames: [])))
         } catch {
-            episodeFailed += 1
+            captureStatistics.recordFailure()
             handle(detector.record(StackSample(time: now, activity: activity, frames: [])))
         }
     }
@@ -1218,7 +1205,6 @@ public final class StallMonitor {
     }
 
     private func context(for snapshot: StallSnapshot) -> StallReportContext {
-        let pauses = Percentiles(episodePauses)
         let images = inspector.modules.modules.map {
             ReportBinaryImage(
                 start: $0.start, end: $0.end, name: $0.name, path: $0.path, buildId: $0.image?.buildID,
@@ -1228,10 +1214,7 @@ public final class StallMonitor {
             process: processInfo, thread: threadInfo, wallClockOffset: wallClockOffset,
             resolveFrame: { [unowned self] frame, index in self.resolve(frame, index: index) },
             binaryImages: images, lockOwner: lockOwners[snapshot.id],
-            agent: ReportAgentStats(
-                samples: snapshot.sampleCount, capturesWithStop: episodeWithStop, capturesWithoutStop: episodeWithoutStop,
-                failedCaptures: episodeFailed, pauseP50Micros: pauses.p50, pauseP99Micros: pauses.p99,
-                pauseTotalMicros: pauses.total, probeIntervalSeconds: options.probeInterval),
+            agent: captureStatistics.episodeStats(samples: snapshot.sampleCount, probeInterval: options.probeInterval),
             termination: terminations[snapshot.id], occurrence: decisions[snapshot.id]?.occurrence ?? 1,
             hostname: hostname, loopTurnsNote: loopTurnsNote, samplingNote: samplingNote)
     }
