@@ -36,13 +36,7 @@ public final class StallMonitor {
     private let classifier: ThreadStateClassifier
     private let log: (String) -> Void
     private let wallClockOffset: Double
-    private var processInfo: ReportProcessInfo
-    private var threadInfo: ReportThreadInfo
-    /// The main thread's name at the latest probe: a change means the process exec'd or was
-    /// renamed.
-    private var lastComm: String?
-    private var execCount = 0
-    private var renameCount = 0
+    private var identity: ProgramIdentity
     private let hostname: String
 
     private var captureStatistics = CaptureStatistics()
@@ -105,9 +99,6 @@ public final class StallMonitor {
     /// Where a process with no event loop idles (a supervisor's timed queue get, a helper's
     /// read of its pipe): see `ParkingWaitTracker`.
     private lazy var parkingWaits = ParkingWaitTracker(trustsFirstLook: options.firstWaitIsParking)
-    /// The stack base (stat field 28) the latest stat showed: a new one means an exec began,
-    /// under the same name too, and the maps are read again to see it.
-    private var programStack: UInt64?
     /// The blocked call the previous probe saw, to count entries into a parking wait.
     private var lastBlockedCall: ProcSyscallInfo?
     private var lastWaitSite: HomeWaitTracker.Site?
@@ -200,7 +191,7 @@ public final class StallMonitor {
                 startsInLaunchPhase: age.map { $0 < options.launchThreshold || options.batchThreshold != nil } ?? false,
                 loopTurnEvidence: loopTurnEvidence, batchThreshold: options.batchThreshold))
         wallClockOffset = Date().timeIntervalSince1970 - MonotonicTime.seconds()
-        (processInfo, threadInfo) = StallMonitor.identity(of: inspector, redactArgv: options.redactArgv, unit: options.unit)
+        identity = ProgramIdentity(of: inspector, redactArgv: options.redactArgv, unit: options.unit)
         var host = [UInt8](repeating: 0, count: 256)
         gethostname(&host, host.count - 1)
         hostname = String(decoding: host.prefix { $0 != 0 }, as: UTF8.self)
@@ -399,7 +390,7 @@ public final class StallMonitor {
             // A shim that exec'd its program keeps its name (pyenv's `pytest` bash script
             // becomes the `pytest` Python script): the executable says it. Checked before a
             // sample, so the sample is read with the new program's modules.
-            if detector.phase == .batch, executableChanged() { noteExec(at: now) }
+            if detector.phase == .batch, identity.executableChanged(in: inspector) { noteExec(at: now) }
             sample(at: now, activity: observation.activity)
             // A capture whose frames lay outside every known module re-read the maps, and
             // so may have been the first to see an exec (a child caught between its fork and
@@ -438,26 +429,14 @@ public final class StallMonitor {
         guard let last = health, now > last.time, kind == .loop else { return }
         writer.appendLoopHealth(
             LoopHealthSample(
-                time: Date(), seconds: now - last.time, pid: processInfo.pid, name: processInfo.name, hostname: hostname,
+                time: Date(), seconds: now - last.time, pid: identity.process.pid, name: identity.process.name, hostname: hostname,
                 unit: options.unit, turns: loopTurnCount &- last.turns, busySeconds: max(0, busy - last.busy),
                 longestTurnSeconds: healthLongestTurn, evidence: loopTurnEvidence.rawValue))
     }
 
-    /// A new name or stack base in a fresh stat since the last look (see `identityMoved(in:)`).
+    /// A new name or stack base in a fresh stat since the last look (see `ProgramIdentity.moved`).
     private func statSaysIdentityMoved() -> Bool {
-        probe.stat().map(identityMoved(in:)) ?? false
-    }
-
-    /// Takes `stat`'s name and stack base and says whether either moved since the last stat
-    /// read: a new name is an exec or a rename (prctl, a write to /proc/PID/comm), told apart
-    /// by the maps; a new stack base an exec, under the same name too (haproxy -W re-executes
-    /// its master on every reload).
-    private func identityMoved(in stat: ProcThreadStat) -> Bool {
-        let base = stat.startStack.flatMap { $0 == 0 ? nil : $0 }
-        let moved = lastComm.map { $0 != stat.name } == true || (base != nil && programStack.map { $0 != base } == true)
-        if let base { programStack = base }
-        lastComm = stat.name
-        return moved
+        probe.stat().map { identity.moved(name: $0.name, startStack: $0.startStack) } ?? false
     }
 
     /// Re-reads the maps and the name, and acts on an exec or a rename found.
@@ -465,29 +444,23 @@ public final class StallMonitor {
         actOnIdentityChanges(at: now, mapsChanged: (try? inspector.refreshModules()) == true)
     }
 
-    /// Acts on the execs and renames the inspector counted since the last look (new maps may
-    /// also be an exec it did not count: `reconcileExec` reads the executable again).
+    /// Acts on the execs and renames the inspector counted since the last look (see
+    /// `ProgramIdentity.change`).
     private func actOnIdentityChanges(at now: Double, mapsChanged: Bool = false) {
-        if mapsChanged || inspector.execCount != execCount { reconcileExec(at: now) }
-        if inspector.renameCount != renameCount { noteRename() }
-    }
-
-    /// Acts on an exec the inspector counted (in the module check or in a capture): another
-    /// program, or the same one mapped anew (haproxy's master re-executes itself on every
-    /// reload), starts afresh (issue 24: the home wait learnt before a re-exec made the new
-    /// program's own wait a stall that never ended).
-    private func reconcileExec(at now: Double) {
-        if executableChanged() || inspector.execCount != execCount { noteExec(at: now) }
+        switch identity.change(in: inspector, mapsChanged: mapsChanged) {
+        case .exec: noteExec(at: now)
+        case .rename: noteRename()
+        case nil: break
+        }
     }
 
     /// The same program under a new name: reports take it; the watch goes on as it was.
     private func noteRename() {
-        renameCount = inspector.renameCount
-        let before = processInfo.name
-        (processInfo, threadInfo) = StallMonitor.identity(of: inspector, redactArgv: options.redactArgv, unit: options.unit)
-        summary.name = processInfo.name
-        if !options.quiet, before != processInfo.name {
-            log("stallagent: \(before.terminalSafe) [\(inspector.pid)] is now called \(processInfo.name.terminalSafe); reports now name it so")
+        let before = identity.process.name
+        identity.noteRename(of: inspector)
+        summary.name = identity.process.name
+        if !options.quiet, before != identity.process.name {
+            log("stallagent: \(before.terminalSafe) [\(inspector.pid)] is now called \(identity.process.name.terminalSafe); reports now name it so")
         }
     }
 
@@ -496,15 +469,13 @@ public final class StallMonitor {
     /// sites, loop and runner frames), and start its watch afresh.
     private func noteExec(at now: Double) {
         handle(detector.noteExec(at: now))
-        let before = processInfo.name
+        let before = identity.process.name
         inspector.reidentify()
-        execCount = inspector.execCount
-        renameCount = inspector.renameCount
-        (processInfo, threadInfo) = StallMonitor.identity(of: inspector, redactArgv: options.redactArgv, unit: options.unit)
-        summary.name = processInfo.name
+        identity.noteExec(of: inspector)
+        summary.name = identity.process.name
         if !options.quiet {
             log(
-                "stallagent: \(before.terminalSafe) [\(inspector.pid)] exec'd \((processInfo.path ?? processInfo.name).terminalSafe); reports now name it \(processInfo.name.terminalSafe)"
+                "stallagent: \(before.terminalSafe) [\(inspector.pid)] exec'd \((identity.process.path ?? identity.process.name).terminalSafe); reports now name it \(identity.process.name.terminalSafe)"
             )
         }
         frameCache.removeAll()
@@ -522,23 +493,6 @@ public final class StallMonitor {
         lastClassification = nil
         busyFrameCache = nil
         ioHint = false
-    }
-
-    private func executableChanged() -> Bool {
-        guard let path = try? ProcFS.readLink("/proc/\(inspector.pid)/exe", pid: inspector.pid) else { return false }
-        return path != inspector.executablePath
-    }
-
-    /// Name, path, build-id and command line as they are now (at start, and after an exec).
-    private static func identity(of inspector: ProcessInspector, redactArgv: Bool, unit: String?) -> (ReportProcessInfo, ReportThreadInfo) {
-        let commandLine = (try? ProcFS.readBytes("/proc/\(inspector.pid)/cmdline", pid: inspector.pid))
-            .map { $0.split(separator: 0).map { String(decoding: $0, as: UTF8.self) } }
-            .map { redactArgv ? ArgvRedactor.redact($0) : $0 }
-        let process = ReportProcessInfo(
-            pid: inspector.pid, name: inspector.name, path: inspector.executablePath,
-            buildId: inspector.mainModule?.image?.buildID, commandLine: commandLine, unit: unit)
-        let thread = ReportThreadInfo(tid: inspector.pid, name: inspector.threadName(inspector.pid) ?? inspector.name)
-        return (process, thread)
     }
 
     /// With the loop probe, episode edges are the loop's own: a busy episode ends at the first
@@ -685,7 +639,7 @@ public final class StallMonitor {
         if stat.state == "Z" || stat.state == "X", let code = stat.exitCode, code & 0x7f == 0 {
             detector.noteExit()
         }
-        if identityMoved(in: stat) { checkIdentity(at: now) }
+        if identity.moved(name: stat.name, startStack: stat.startStack) { checkIdentity(at: now) }
         let sched = probe.schedstat()
         var activity = classify(state: stat.state, syscall: syscall)
         var parkedIn: ProcSyscallInfo?
@@ -1211,7 +1165,7 @@ public final class StallMonitor {
                 unavailable: $0.unavailable?.rawValue)
         }
         return StallReportContext(
-            process: processInfo, thread: threadInfo, wallClockOffset: wallClockOffset,
+            process: identity.process, thread: identity.thread, wallClockOffset: wallClockOffset,
             resolveFrame: { [unowned self] frame, index in self.resolve(frame, index: index) },
             binaryImages: images, lockOwner: lockOwners[snapshot.id],
             agent: captureStatistics.episodeStats(samples: snapshot.sampleCount, probeInterval: options.probeInterval),
