@@ -61,26 +61,12 @@ public final class StallMonitor {
     private var lastCPUNanos: UInt64 = 0
     private var lastRunQueueNanos: UInt64 = 0
 
-    // Loop turns (docs/architecture.md, "Detection model"): the evidence in use, and why it is not a better one.
-    public private(set) var loopTurnEvidence: LoopTurnEvidence
-    /// `--loop-turns auto` without a loop probe: the kernel counters are opened when the thread
-    /// is first seen idle in a loop's wait (`LoopTurnCounter.tracepointNames`), counting that
-    /// wait alone, or when a busy episode outside the batch rule is half a threshold old,
-    /// counting every wait (a loop saturated from the start is never seen idle, and the stack
-    /// rule knows no loop frames yet); the stack rule decides until then. Counters cost the
-    /// thread at every context switch, and a process that never waits in a loop (a test
-    /// runner, a shell in wait4, a compiler under `make`) gets nothing from them: wrapped
-    /// pytest ran 1.38× slower with them, 1.07× without. A wait the loop is seen idle in later
-    /// is added to the counted set (`LoopTurnCounter.count(wait:)`).
-    private var countersAwaitIdle = false
+    private let turnTracker: LoopTurnTracker
+    /// The evidence loop turns are counted by (see `LoopTurnTracker`), and why it is not a better one.
+    public var loopTurnEvidence: LoopTurnEvidence { turnTracker.evidence }
+    public var loopTurnsNote: String? { turnTracker.note }
     /// The system call the latest probe found the thread in.
     private var probedSyscallNumber: Int?
-    public private(set) var loopTurnsNote: String?
-    private var turnCounter: LoopTurnCounter?
-    private var lastTurnCount: UInt64?
-    /// Loop turns seen (exact with the counter or probe; a lower bound with the stack rule).
-    private var loopTurns: UInt64 = 0
-    private var idleEntries: UInt64 = 0
     /// Busy turns' lengths (each busy episode ends with a turn or idle).
     public private(set) var turnLengths = TurnLengthHistogram()
     /// Turn lengths not yet taken by the metrics (bounded between two metrics updates).
@@ -91,10 +77,8 @@ public final class StallMonitor {
         defer { pendingTurnLengths.removeAll(keepingCapacity: true) }
         return pendingTurnLengths
     }
-    /// Loop turns seen so far (see `loopTurns`), for metrics.
-    public var loopTurnCount: UInt64 {
-        loopTurnEvidence == .stackRule ? idleEntries &+ UInt64(detector.stackRuleTurns) : loopTurns
-    }
+    /// Loop turns seen so far (see `LoopTurnTracker.turns`), for metrics.
+    public var loopTurnCount: UInt64 { turnTracker.count(stackRuleTurns: detector.stackRuleTurns) }
     private var homeWaits = HomeWaitTracker()
     /// Where a process with no event loop idles (a supervisor's timed queue get, a helper's
     /// read of its pipe): see `ParkingWaitTracker`.
@@ -178,18 +162,16 @@ public final class StallMonitor {
             killPolicy = KillPolicy(limit: limit, grace: options.killGrace, pid: inspector.pid, pidfd: pidfd, log: log)
         }
         loopProbe = LoopProbeReader(pid: inspector.pid, modules: inspector.modules)
-        (loopTurnEvidence, turnCounter, loopTurnsNote) = try StallMonitor.chooseLoopTurnEvidence(
-            tid: inspector.pid, mode: options.loopTurns, hasLoopProbe: loopProbe != nil)
-        countersAwaitIdle = options.loopTurns == .auto && loopProbe == nil
+        turnTracker = try LoopTurnTracker(
+            tid: inspector.pid, mode: options.loopTurns, hasLoopProbe: loopProbe != nil, log: log)
         if options.loopTurns == .stackRule { loopProbe = nil }
-        if let note = loopTurnsNote { log("stallagent: loop turns: \(note)") }
         // A process attached to long after it started is past its launch: use the loop threshold.
         detector = StallDetector(
             configuration: DetectorConfiguration(
                 threshold: options.threshold, launchThreshold: options.launchThreshold,
                 sampleInterval: options.sampleInterval,
                 startsInLaunchPhase: age.map { $0 < options.launchThreshold || options.batchThreshold != nil } ?? false,
-                loopTurnEvidence: loopTurnEvidence, batchThreshold: options.batchThreshold))
+                loopTurnEvidence: turnTracker.evidence, batchThreshold: options.batchThreshold))
         wallClockOffset = Date().timeIntervalSince1970 - MonotonicTime.seconds()
         identity = ProgramIdentity(of: inspector, redactArgv: options.redactArgv, unit: options.unit)
         var host = [UInt8](repeating: 0, count: 256)
@@ -200,65 +182,11 @@ public final class StallMonitor {
             reportDirectory: URL(fileURLWithPath: options.reportDirectory).standardizedFileURL.path)
     }
 
-    /// The best loop-turn evidence the target and the kernel allow. A refused counter is not an
-    /// error unless the user asked for counters: the stack rule takes over, said once.
-    static func chooseLoopTurnEvidence(tid: Int32, mode: LoopTurnMode, hasLoopProbe: Bool) throws
-        -> (LoopTurnEvidence, LoopTurnCounter?, String?)
-    {
-        switch mode {
-        case .stackRule: return (.stackRule, nil, nil)
-        case .auto where hasLoopProbe: return (.loopProbe, nil, nil)
-        // Until the thread is first seen idle: see `countersAwaitIdle`.
-        case .auto: return (.stackRule, nil, nil)
-        case .kernelCounter:
-            do {
-                return (.kernelCounter, try LoopTurnCounter(tid: tid), nil)
-            } catch let unavailable as LoopTurnCounter.Unavailable {
-                if mode == .kernelCounter {
-                    throw StallAgentError.invalidArgument("--loop-turns kernel-counter: \(unavailable)")
-                }
-                return (.stackRule, nil, "kernel counters unavailable: \(unavailable); using the stack rule")
-            }
-        }
-    }
-
-    /// The waits the loop-turn counters can count, by syscall number.
-    static let loopWaits: [Int: String] = Dictionary(
-        LoopTurnCounter.tracepointNames.compactMap { name in ProcSyscallInfo.number(ofSyscall: name).map { ($0, name) } },
-        uniquingKeysWith: { a, _ in a })
-
-    /// A busy episode the batch rule does not judge, half a threshold old, or a thread outside
-    /// the batch rule not seen idle for half a threshold: see `countersAwaitIdle`. The second
-    /// because the stack rule may end each episode of a saturated loop (its samples differ)
-    /// long before one is half a threshold old; beside two CPU hogs it did so for a whole
-    /// 5 s run, and the loop was never counted.
+    /// See `LoopTurnTracker.counterWanted`.
     private func counterWanted(at now: Double) -> Bool {
         let phase = detector.episodePhase ?? detector.phase
-        guard phase != .batch else { return false }
-        let threshold = detector.configuration.threshold(for: phase)
-        if let age = detector.episodeAge, age * 2 >= threshold { return true }
-        return (now - lastSeenNotBusy) * 2 >= threshold
-    }
-    /// When a probe last found the thread idle or stopped (the watch's start until then).
-    private var lastSeenNotBusy = 0.0
-
-    /// From now on the kernel counts the loop's turns (see `countersAwaitIdle`); the turns the
-    /// stack rule counted so far stay in the total. A refusal is said once and the stack rule
-    /// stays; a thread that exited meanwhile is seen gone by the next probe.
-    private func openCountersNow(waits: Set<String>?) {
-        countersAwaitIdle = false
-        do {
-            let counter = try LoopTurnCounter(tid: inspector.pid, waits: waits)
-            guard let count = counter.read() else { return }
-            loopTurns = loopTurnCount
-            detector.useLoopTurnEvidence(.kernelCounter)
-            loopTurnEvidence = .kernelCounter
-            turnCounter = counter
-            lastTurnCount = count
-        } catch let unavailable as LoopTurnCounter.Unavailable {
-            loopTurnsNote = "kernel counters unavailable: \(unavailable); using the stack rule"
-            log("stallagent: loop turns: \(loopTurnsNote!)")
-        } catch {}
+        return turnTracker.counterWanted(
+            at: now, phase: phase, threshold: detector.configuration.threshold(for: phase), episodeAge: detector.episodeAge)
     }
 
     /// Seconds since the process started, from its start time in clock ticks since boot.
@@ -319,7 +247,7 @@ public final class StallMonitor {
     /// For drivers that step several monitors (the command wrapper).
     public func begin(at now: Double) {
         startTime = now
-        lastSeenNotBusy = now
+        turnTracker.begin(at: now)
         nextModuleCheck = now + 1
     }
 
@@ -328,14 +256,7 @@ public final class StallMonitor {
     public func step(at now: Double) -> Bool {
         guard !finished else { return false }
         settledIn = nil
-        var turned = false
-        if let counter = turnCounter, let count = counter.read() {
-            if let last = lastTurnCount, count != last {
-                turned = true
-                loopTurns &+= count &- last
-            }
-            lastTurnCount = count
-        }
+        let turned = turnTracker.readCounter()
         let wasNested = inNestedWait
         let (cpuBefore, runQueueBefore) = (lastCPUNanos, lastRunQueueNanos)
         var observation = observe(at: now, turned: turned)
@@ -357,19 +278,12 @@ public final class StallMonitor {
         // Entries into a nested wait (pg_sleep's WaitLatch) move the counter too: they are not
         // turns of the loop.
         handle(detector.observe(observation, loopTurned: turned && !wasNested && !inNestedWait))
-        if observation.activity == .idle, lastObservation?.activity != .idle { idleEntries &+= 1 }
-        if !observation.activity.isBusy { lastSeenNotBusy = observation.time }
-        let loopWait =
-            observation.activity == .idle && (countersAwaitIdle || turnCounter != nil)
-            ? probedSyscallNumber.flatMap { Self.loopWaits[$0] } : nil
-        if countersAwaitIdle {
-            if let loopWait {
-                openCountersNow(waits: [loopWait])
-            } else if counterWanted(at: now) {
-                openCountersNow(waits: nil)
-            }
-        } else if let loopWait, let counter = turnCounter {
-            counter.count(wait: loopWait)
+        turnTracker.noteProbe(observation.activity, previous: lastObservation?.activity, at: observation.time)
+        if turnTracker.afterProbe(
+            idle: observation.activity == .idle, syscallNumber: probedSyscallNumber, stackRuleTurns: detector.stackRuleTurns,
+            wanted: { counterWanted(at: now) })
+        {
+            detector.useLoopTurnEvidence(.kernelCounter)
         }
         if !observation.activity.isBusy { ioHint = false }
         // On for a whole busy episode (a thread that blocks now and then would otherwise turn
@@ -500,7 +414,7 @@ public final class StallMonitor {
     /// times, and loop turns shorter than the probe interval are not missed.
     private func applyLoopProbe(_ state: LoopProbeReader.State, to observation: ThreadObservation) -> ThreadObservation {
         defer { lastIterations = state.iterations }
-        if let last = lastIterations, state.iterations > last { loopTurns &+= state.iterations - last }
+        if let last = lastIterations, state.iterations > last { turnTracker.addProbeTurns(state.iterations - last) }
         var result = observation
         guard observation.activity != .gone, observation.activity != .stopped else { return result }
         let previous = lastIterations ?? state.iterations
@@ -561,7 +475,7 @@ public final class StallMonitor {
         // A master parked before any loop wait showed (uvicorn's, pinging its workers through
         // poll) stays a supervisor.
         if parkedKind == .supervisor { return .supervisor }
-        if homeWaits.knowsLoop || (loopTurnEvidence != .stackRule && loopTurns > 0) { return .loop }
+        if homeWaits.knowsLoop || (turnTracker.evidence != .stackRule && turnTracker.turns > 0) { return .loop }
         if let parking = parkedKind { return parking }
         if options.batchThreshold != nil { return .batch }
         return .busy
@@ -808,7 +722,7 @@ public final class StallMonitor {
             }
         }
         guard let waker, waker.arm() else { return nil }
-        let countUnchanged = turnCounter.map { $0.read() == lastTurnCount } ?? true
+        let countUnchanged = turnTracker.counterUnchanged()
         guard probe.syscall() == expected, countUnchanged else {
             waker.disarm()
             return nil
