@@ -80,11 +80,7 @@ public final class StallMonitor {
     /// Loop turns seen so far (see `LoopTurnTracker.turns`), for metrics.
     public var loopTurnCount: UInt64 { turnTracker.count(stackRuleTurns: detector.stackRuleTurns) }
     private var homeWaits = HomeWaitTracker()
-    /// Where a process with no event loop idles (a supervisor's timed queue get, a helper's
-    /// read of its pipe): see `ParkingWaitTracker`.
-    private lazy var parkingWaits = ParkingWaitTracker(trustsFirstLook: options.firstWaitIsParking)
-    /// The blocked call the previous probe saw, to count entries into a parking wait.
-    private var lastBlockedCall: ProcSyscallInfo?
+    private lazy var parking = ParkingClassifier(firstWaitIsParking: options.firstWaitIsParking)
     private var lastWaitSite: HomeWaitTracker.Site?
     private var canonicalWaitSites: [HomeWaitTracker.Site: HomeWaitTracker.Site] = [:]
     private var lockWaitSites: Set<HomeWaitTracker.Site> = []
@@ -124,10 +120,6 @@ public final class StallMonitor {
         return waitForAnotherFrames.contains { GlobPattern.matches($0, innermost.function) }
     }
 
-    /// Syscalls a process parks in when it has no event loop (nginx's master, supervisors):
-    /// idle until a loop wait is known, then ordinary blocking calls.
-    static let parkingSyscalls: Set<Int> = [130, 128, 34]  // rt_sigsuspend, rt_sigtimedwait, pause
-    static let childWaitSyscalls: Set<Int> = [61, 247]  // wait4, waitid
     private var busyFrameCache: (syscall: ProcSyscallInfo, busy: Bool)?
 
     // The last classification and the /proc state it was made for.
@@ -395,9 +387,7 @@ public final class StallMonitor {
         frameCache.removeAll()
         canonicalWaitSites.removeAll()
         homeWaits = HomeWaitTracker()
-        parkedKind = nil
-        parkingWaits.reset()
-        lastBlockedCall = nil
+        parking.reset()
         lastWaitSite = nil
         lastHomeWait = nil
         lockWaitSites.removeAll()
@@ -474,28 +464,16 @@ public final class StallMonitor {
     public var kind: ProcessKind {
         // A master parked before any loop wait showed (uvicorn's, pinging its workers through
         // poll) stays a supervisor.
-        if parkedKind == .supervisor { return .supervisor }
+        if parking.parkedKind == .supervisor { return .supervisor }
         if homeWaits.knowsLoop || (turnTracker.evidence != .stackRule && turnTracker.turns > 0) { return .loop }
-        if let parking = parkedKind { return parking }
+        if let parked = parking.parkedKind { return parked }
         if options.batchThreshold != nil { return .batch }
         return .busy
     }
 
-    /// Supervisor or helper, once the process was seen parked: a supervisor waits for signals
-    /// or children, or has children; a helper has none.
-    private var parkedKind: ProcessKind?
-
     private func noteParked(in syscall: ProcSyscallInfo?) {
-        guard parkedKind == nil else { return }
-        if let number = syscall?.syscallNumber,
-            StallMonitor.parkingSyscalls.contains(number) || StallMonitor.childWaitSyscalls.contains(number)
-        {
-            parkedKind = .supervisor
-            return
-        }
         let pid = inspector.pid
-        let children = (try? ProcFS.readText("/proc/\(pid)/task/\(pid)/children", pid: pid)) ?? ""
-        parkedKind = children.contains(where: \.isNumber) ? .supervisor : .helper
+        parking.noteParked(in: syscall) { (try? ProcFS.readText("/proc/\(pid)/task/\(pid)/children", pid: pid)) ?? "" }
     }
 
     /// An on-demand capture (0xbaaaaaad): where the main thread is right now, busy or not —
@@ -558,12 +536,13 @@ public final class StallMonitor {
         var activity = classify(state: stat.state, syscall: syscall)
         var parkedIn: ProcSyscallInfo?
         // Fed at every probe, so its first look is the agent's; learns only while no loop is known.
-        let parkedNow = detector.phase != .batch && parked(in: syscall, activity: activity)
+        let parkedNow =
+            detector.phase != .batch && parking.parked(in: syscall, activity: activity, learning: !homeWaits.knowsLoop)
         if activity == .idle, waitVerdict == .nested {
             activity = lastWaitSite.map { lockWaitSites.contains($0) } == true ? .lockWait : .blockedCall
         } else if activity == .blockedCall, let number = syscall?.syscallNumber,
-            StallMonitor.parkingSyscalls.contains(number)
-                || (options.childWaitsAreParking && StallMonitor.childWaitSyscalls.contains(number)),
+            ParkingClassifier.parkingSyscalls.contains(number)
+                || (options.childWaitsAreParking && ParkingClassifier.childWaitSyscalls.contains(number)),
             !homeWaits.knowsLoop
         {
             activity = .idle
@@ -580,7 +559,7 @@ public final class StallMonitor {
             activity = .blockedCall
         }
         if activity == .blockedCall, detector.phase == .batch, let number = syscall?.syscallNumber,
-            StallMonitor.childWaitSyscalls.contains(number)
+            ParkingClassifier.childWaitSyscalls.contains(number)
         {
             // A batch parent waiting for its child (a shell running a test binary, make's
             // recursion) is not stalled: the child is watched itself. The clock pauses as if
@@ -665,33 +644,6 @@ public final class StallMonitor {
     /// The latest wait's raw site had not been seen before.
     private var waitSiteIsNew = false
 
-    /// Whether a process that has shown no event loop is in its parking wait (see
-    /// `ParkingWaitTracker`): fed every probe that reaches it, so the tracker's first look is
-    /// the agent's first look at the program.
-    private func parked(in syscall: ProcSyscallInfo?, activity: ThreadActivity) -> Bool {
-        defer { lastBlockedCall = syscall }
-        guard case .inSyscall(let number, _, let sp, let pc)? = syscall else {
-            return parkingWaits.observe(nil, kind: .never, newEntry: true)
-        }
-        let call = ParkingWaitTracker.Call(number: number, pc: pc, sp: sp)
-        return parkingWaits.observe(
-            call, kind: Self.parkingKind(number: number, activity: activity), newEntry: lastBlockedCall != syscall,
-            learning: !homeWaits.knowsLoop)
-    }
-
-    /// Only a blocked call may be a parking wait: never a lock wait as the classifier tells it
-    /// (a mutex, a PI mutex, a file lock: a process found deadlocked must be reported), never
-    /// disk I/O. A sleep first seen may be a stall in progress; re-entered from one call it is
-    /// a helper's beat.
-    static func parkingKind(number: Int, activity: ThreadActivity) -> ParkingWaitTracker.Kind {
-        guard activity == .blockedCall else { return .never }
-        switch number {
-        case 202, 0, 19, 45, 47, 43, 288, 61, 247:  // futex, read, readv, recvfrom, recvmsg, accept, accept4, wait4, waitid
-            return .parkable
-        case 35, 230: return .parkableWhenRepeated  // nanosleep, clock_nanosleep
-        default: return .never
-        }
-    }
     /// The call the latest probe found the thread parked in (idle, though not in a loop's
     /// wait): a supervisor's sigsuspend, a parent's wait4 in a watched family.
     private var lastParked: ProcSyscallInfo?
