@@ -29,28 +29,17 @@ public final class StallMonitor {
     /// Seconds the main thread spent in each state, from the probes.
     public private(set) var stateSeconds: [ThreadActivity: Double] = [:]
     /// Total time the target was stopped by captures, and captures made without a stop.
-    public private(set) var pauseSecondsTotal = 0.0
-    public private(set) var capturesWithoutStop = 0
+    public var pauseSecondsTotal: Double { captureStatistics.pauseSecondsTotal }
+    public var capturesWithoutStop: Int { captureStatistics.capturesWithoutStop }
     private var lastObservation: (time: Double, activity: ThreadActivity)?
     private let probe: ThreadProbeFiles
     private let classifier: ThreadStateClassifier
     private let log: (String) -> Void
     private let wallClockOffset: Double
-    private var processInfo: ReportProcessInfo
-    private var threadInfo: ReportThreadInfo
-    /// The main thread's name at the latest probe: a change means the process exec'd or was
-    /// renamed.
-    private var lastComm: String?
-    private var execCount = 0
-    private var renameCount = 0
+    private var identity: ProgramIdentity
     private let hostname: String
 
-    // Per-episode agent statistics (reset when a new busy episode starts).
-    private var episodeStart: Double?
-    private var episodePauses: [Double] = []
-    private var episodeWithStop = 0
-    private var episodeWithoutStop = 0
-    private var episodeFailed = 0
+    private var captureStatistics = CaptureStatistics()
 
     // Per-stall state.
     private var decisions: [Int: StallFingerprintBook.Decision] = [:]
@@ -58,13 +47,9 @@ public final class StallMonitor {
     private var lockOwners: [Int: ReportLockOwner] = [:]
     private var terminations: [Int: String] = [:]
     private var frameCache: [UInt64: SymbolizedFrame] = [:]
-    private var kill: (stallID: Int, abortSentAt: Double, killed: Bool)?
-    /// With `--kill-after`: a pidfd opened at attach, so a signal can only reach the process
-    /// that was watched, never one that reused its pid; -1 when it could not be opened (the
-    /// kill is then refused, and said).
-    private var killHandle: Int32 = -1
+    /// With `--kill-after`.
+    private var killPolicy: KillPolicy?
     private var lastFrozenCheck: (time: Double, frozen: Bool)?
-    private var killHandleError: String?
     private var firstWritten: [Int: Double] = [:]
     /// The other tracer that refused our captures, and what reports say about it.
     private var tracedBy: Int32?
@@ -76,26 +61,12 @@ public final class StallMonitor {
     private var lastCPUNanos: UInt64 = 0
     private var lastRunQueueNanos: UInt64 = 0
 
-    // Loop turns (docs/architecture.md, "Detection model"): the evidence in use, and why it is not a better one.
-    public private(set) var loopTurnEvidence: LoopTurnEvidence
-    /// `--loop-turns auto` without a loop probe: the kernel counters are opened when the thread
-    /// is first seen idle in a loop's wait (`LoopTurnCounter.tracepointNames`), counting that
-    /// wait alone, or when a busy episode outside the batch rule is half a threshold old,
-    /// counting every wait (a loop saturated from the start is never seen idle, and the stack
-    /// rule knows no loop frames yet); the stack rule decides until then. Counters cost the
-    /// thread at every context switch, and a process that never waits in a loop (a test
-    /// runner, a shell in wait4, a compiler under `make`) gets nothing from them: wrapped
-    /// pytest ran 1.38× slower with them, 1.07× without. A wait the loop is seen idle in later
-    /// is added to the counted set (`LoopTurnCounter.count(wait:)`).
-    private var countersAwaitIdle = false
+    private let turnTracker: LoopTurnTracker
+    /// The evidence loop turns are counted by (see `LoopTurnTracker`), and why it is not a better one.
+    public var loopTurnEvidence: LoopTurnEvidence { turnTracker.evidence }
+    public var loopTurnsNote: String? { turnTracker.note }
     /// The system call the latest probe found the thread in.
     private var probedSyscallNumber: Int?
-    public private(set) var loopTurnsNote: String?
-    private var turnCounter: LoopTurnCounter?
-    private var lastTurnCount: UInt64?
-    /// Loop turns seen (exact with the counter or probe; a lower bound with the stack rule).
-    private var loopTurns: UInt64 = 0
-    private var idleEntries: UInt64 = 0
     /// Busy turns' lengths (each busy episode ends with a turn or idle).
     public private(set) var turnLengths = TurnLengthHistogram()
     /// Turn lengths not yet taken by the metrics (bounded between two metrics updates).
@@ -106,19 +77,10 @@ public final class StallMonitor {
         defer { pendingTurnLengths.removeAll(keepingCapacity: true) }
         return pendingTurnLengths
     }
-    /// Loop turns seen so far (see `loopTurns`), for metrics.
-    public var loopTurnCount: UInt64 {
-        loopTurnEvidence == .stackRule ? idleEntries &+ UInt64(detector.stackRuleTurns) : loopTurns
-    }
+    /// Loop turns seen so far (see `LoopTurnTracker.turns`), for metrics.
+    public var loopTurnCount: UInt64 { turnTracker.count(stackRuleTurns: detector.stackRuleTurns) }
     private var homeWaits = HomeWaitTracker()
-    /// Where a process with no event loop idles (a supervisor's timed queue get, a helper's
-    /// read of its pipe): see `ParkingWaitTracker`.
-    private lazy var parkingWaits = ParkingWaitTracker(trustsFirstLook: options.firstWaitIsParking)
-    /// The stack base (stat field 28) the latest stat showed: a new one means an exec began,
-    /// under the same name too, and the maps are read again to see it.
-    private var programStack: UInt64?
-    /// The blocked call the previous probe saw, to count entries into a parking wait.
-    private var lastBlockedCall: ProcSyscallInfo?
+    private lazy var parking = ParkingClassifier(firstWaitIsParking: options.firstWaitIsParking)
     private var lastWaitSite: HomeWaitTracker.Site?
     private var canonicalWaitSites: [HomeWaitTracker.Site: HomeWaitTracker.Site] = [:]
     private var lockWaitSites: Set<HomeWaitTracker.Site> = []
@@ -158,10 +120,6 @@ public final class StallMonitor {
         return waitForAnotherFrames.contains { GlobPattern.matches($0, innermost.function) }
     }
 
-    /// Syscalls a process parks in when it has no event loop (nginx's master, supervisors):
-    /// idle until a loop wait is known, then ordinary blocking calls.
-    static let parkingSyscalls: Set<Int> = [130, 128, 34]  // rt_sigsuspend, rt_sigtimedwait, pause
-    static let childWaitSyscalls: Set<Int> = [61, 247]  // wait4, waitid
     private var busyFrameCache: (syscall: ProcSyscallInfo, busy: Bool)?
 
     // The last classification and the /proc state it was made for.
@@ -175,10 +133,7 @@ public final class StallMonitor {
     ) throws {
         self.options = options
         self.appFrames = AppFrameRule(patterns: options.appFramePatterns)
-        if options.killAfter != nil {
-            killHandle = sa_pidfd_open(pid)
-            if killHandle < 0 { killHandleError = "pidfd_open: " + String(cString: strerror(errno)) }
-        }
+        let pidfd = options.killAfter == nil ? nil : KillPolicy.Pidfd(pid: pid)
         self.log = log
         self.fingerprints = fingerprints
         // Its age when the attach began, not after it: loading the modules' symbols can take
@@ -195,21 +150,22 @@ public final class StallMonitor {
         inspector.perfSampling = options.perfSampling
         inspector.perfSamplePeriod = options.sampleInterval / 2
         probe = try ThreadProbeFiles(pid: inspector.pid, tid: inspector.pid)
+        if let limit = options.killAfter, let pidfd {
+            killPolicy = KillPolicy(limit: limit, grace: options.killGrace, pid: inspector.pid, pidfd: pidfd, log: log)
+        }
         loopProbe = LoopProbeReader(pid: inspector.pid, modules: inspector.modules)
-        (loopTurnEvidence, turnCounter, loopTurnsNote) = try StallMonitor.chooseLoopTurnEvidence(
-            tid: inspector.pid, mode: options.loopTurns, hasLoopProbe: loopProbe != nil)
-        countersAwaitIdle = options.loopTurns == .auto && loopProbe == nil
+        turnTracker = try LoopTurnTracker(
+            tid: inspector.pid, mode: options.loopTurns, hasLoopProbe: loopProbe != nil, log: log)
         if options.loopTurns == .stackRule { loopProbe = nil }
-        if let note = loopTurnsNote { log("stallagent: loop turns: \(note)") }
         // A process attached to long after it started is past its launch: use the loop threshold.
         detector = StallDetector(
             configuration: DetectorConfiguration(
                 threshold: options.threshold, launchThreshold: options.launchThreshold,
                 sampleInterval: options.sampleInterval,
                 startsInLaunchPhase: age.map { $0 < options.launchThreshold || options.batchThreshold != nil } ?? false,
-                loopTurnEvidence: loopTurnEvidence, batchThreshold: options.batchThreshold))
+                loopTurnEvidence: turnTracker.evidence, batchThreshold: options.batchThreshold))
         wallClockOffset = Date().timeIntervalSince1970 - MonotonicTime.seconds()
-        (processInfo, threadInfo) = StallMonitor.identity(of: inspector, redactArgv: options.redactArgv, unit: options.unit)
+        identity = ProgramIdentity(of: inspector, redactArgv: options.redactArgv, unit: options.unit)
         var host = [UInt8](repeating: 0, count: 256)
         gethostname(&host, host.count - 1)
         hostname = String(decoding: host.prefix { $0 != 0 }, as: UTF8.self)
@@ -218,65 +174,11 @@ public final class StallMonitor {
             reportDirectory: URL(fileURLWithPath: options.reportDirectory).standardizedFileURL.path)
     }
 
-    /// The best loop-turn evidence the target and the kernel allow. A refused counter is not an
-    /// error unless the user asked for counters: the stack rule takes over, said once.
-    static func chooseLoopTurnEvidence(tid: Int32, mode: LoopTurnMode, hasLoopProbe: Bool) throws
-        -> (LoopTurnEvidence, LoopTurnCounter?, String?)
-    {
-        switch mode {
-        case .stackRule: return (.stackRule, nil, nil)
-        case .auto where hasLoopProbe: return (.loopProbe, nil, nil)
-        // Until the thread is first seen idle: see `countersAwaitIdle`.
-        case .auto: return (.stackRule, nil, nil)
-        case .kernelCounter:
-            do {
-                return (.kernelCounter, try LoopTurnCounter(tid: tid), nil)
-            } catch let unavailable as LoopTurnCounter.Unavailable {
-                if mode == .kernelCounter {
-                    throw StallAgentError.invalidArgument("--loop-turns kernel-counter: \(unavailable)")
-                }
-                return (.stackRule, nil, "kernel counters unavailable: \(unavailable); using the stack rule")
-            }
-        }
-    }
-
-    /// The waits the loop-turn counters can count, by syscall number.
-    static let loopWaits: [Int: String] = Dictionary(
-        LoopTurnCounter.tracepointNames.compactMap { name in ProcSyscallInfo.number(ofSyscall: name).map { ($0, name) } },
-        uniquingKeysWith: { a, _ in a })
-
-    /// A busy episode the batch rule does not judge, half a threshold old, or a thread outside
-    /// the batch rule not seen idle for half a threshold: see `countersAwaitIdle`. The second
-    /// because the stack rule may end each episode of a saturated loop (its samples differ)
-    /// long before one is half a threshold old; beside two CPU hogs it did so for a whole
-    /// 5 s run, and the loop was never counted.
+    /// See `LoopTurnTracker.counterWanted`.
     private func counterWanted(at now: Double) -> Bool {
         let phase = detector.episodePhase ?? detector.phase
-        guard phase != .batch else { return false }
-        let threshold = detector.configuration.threshold(for: phase)
-        if let age = detector.episodeAge, age * 2 >= threshold { return true }
-        return (now - lastSeenNotBusy) * 2 >= threshold
-    }
-    /// When a probe last found the thread idle or stopped (the watch's start until then).
-    private var lastSeenNotBusy = 0.0
-
-    /// From now on the kernel counts the loop's turns (see `countersAwaitIdle`); the turns the
-    /// stack rule counted so far stay in the total. A refusal is said once and the stack rule
-    /// stays; a thread that exited meanwhile is seen gone by the next probe.
-    private func openCountersNow(waits: Set<String>?) {
-        countersAwaitIdle = false
-        do {
-            let counter = try LoopTurnCounter(tid: inspector.pid, waits: waits)
-            guard let count = counter.read() else { return }
-            loopTurns = loopTurnCount
-            detector.useLoopTurnEvidence(.kernelCounter)
-            loopTurnEvidence = .kernelCounter
-            turnCounter = counter
-            lastTurnCount = count
-        } catch let unavailable as LoopTurnCounter.Unavailable {
-            loopTurnsNote = "kernel counters unavailable: \(unavailable); using the stack rule"
-            log("stallagent: loop turns: \(loopTurnsNote!)")
-        } catch {}
+        return turnTracker.counterWanted(
+            at: now, phase: phase, threshold: detector.configuration.threshold(for: phase), episodeAge: detector.episodeAge)
     }
 
     /// Seconds since the process started, from its start time in clock ticks since boot.
@@ -337,7 +239,7 @@ public final class StallMonitor {
     /// For drivers that step several monitors (the command wrapper).
     public func begin(at now: Double) {
         startTime = now
-        lastSeenNotBusy = now
+        turnTracker.begin(at: now)
         nextModuleCheck = now + 1
     }
 
@@ -346,14 +248,7 @@ public final class StallMonitor {
     public func step(at now: Double) -> Bool {
         guard !finished else { return false }
         settledIn = nil
-        var turned = false
-        if let counter = turnCounter, let count = counter.read() {
-            if let last = lastTurnCount, count != last {
-                turned = true
-                loopTurns &+= count &- last
-            }
-            lastTurnCount = count
-        }
+        let turned = turnTracker.readCounter()
         let wasNested = inNestedWait
         let (cpuBefore, runQueueBefore) = (lastCPUNanos, lastRunQueueNanos)
         var observation = observe(at: now, turned: turned)
@@ -375,19 +270,12 @@ public final class StallMonitor {
         // Entries into a nested wait (pg_sleep's WaitLatch) move the counter too: they are not
         // turns of the loop.
         handle(detector.observe(observation, loopTurned: turned && !wasNested && !inNestedWait))
-        if observation.activity == .idle, lastObservation?.activity != .idle { idleEntries &+= 1 }
-        if !observation.activity.isBusy { lastSeenNotBusy = observation.time }
-        let loopWait =
-            observation.activity == .idle && (countersAwaitIdle || turnCounter != nil)
-            ? probedSyscallNumber.flatMap { Self.loopWaits[$0] } : nil
-        if countersAwaitIdle {
-            if let loopWait {
-                openCountersNow(waits: [loopWait])
-            } else if counterWanted(at: now) {
-                openCountersNow(waits: nil)
-            }
-        } else if let loopWait, let counter = turnCounter {
-            counter.count(wait: loopWait)
+        turnTracker.noteProbe(observation.activity, previous: lastObservation?.activity, at: observation.time)
+        if turnTracker.afterProbe(
+            idle: observation.activity == .idle, syscallNumber: probedSyscallNumber, stackRuleTurns: detector.stackRuleTurns,
+            wanted: { counterWanted(at: now) })
+        {
+            detector.useLoopTurnEvidence(.kernelCounter)
         }
         if !observation.activity.isBusy { ioHint = false }
         // On for a whole busy episode (a thread that blocks now and then would otherwise turn
@@ -408,7 +296,7 @@ public final class StallMonitor {
             // A shim that exec'd its program keeps its name (pyenv's `pytest` bash script
             // becomes the `pytest` Python script): the executable says it. Checked before a
             // sample, so the sample is read with the new program's modules.
-            if detector.phase == .batch, executableChanged() { noteExec(at: now) }
+            if detector.phase == .batch, identity.executableChanged(in: inspector) { noteExec(at: now) }
             sample(at: now, activity: observation.activity)
             // A capture whose frames lay outside every known module re-read the maps, and
             // so may have been the first to see an exec (a child caught between its fork and
@@ -447,26 +335,14 @@ public final class StallMonitor {
         guard let last = health, now > last.time, kind == .loop else { return }
         writer.appendLoopHealth(
             LoopHealthSample(
-                time: Date(), seconds: now - last.time, pid: processInfo.pid, name: processInfo.name, hostname: hostname,
+                time: Date(), seconds: now - last.time, pid: identity.process.pid, name: identity.process.name, hostname: hostname,
                 unit: options.unit, turns: loopTurnCount &- last.turns, busySeconds: max(0, busy - last.busy),
                 longestTurnSeconds: healthLongestTurn, evidence: loopTurnEvidence.rawValue))
     }
 
-    /// A new name or stack base in a fresh stat since the last look (see `identityMoved(in:)`).
+    /// A new name or stack base in a fresh stat since the last look (see `ProgramIdentity.moved`).
     private func statSaysIdentityMoved() -> Bool {
-        probe.stat().map(identityMoved(in:)) ?? false
-    }
-
-    /// Takes `stat`'s name and stack base and says whether either moved since the last stat
-    /// read: a new name is an exec or a rename (prctl, a write to /proc/PID/comm), told apart
-    /// by the maps; a new stack base an exec, under the same name too (haproxy -W re-executes
-    /// its master on every reload).
-    private func identityMoved(in stat: ProcThreadStat) -> Bool {
-        let base = stat.startStack.flatMap { $0 == 0 ? nil : $0 }
-        let moved = lastComm.map { $0 != stat.name } == true || (base != nil && programStack.map { $0 != base } == true)
-        if let base { programStack = base }
-        lastComm = stat.name
-        return moved
+        probe.stat().map { identity.moved(name: $0.name, startStack: $0.startStack) } ?? false
     }
 
     /// Re-reads the maps and the name, and acts on an exec or a rename found.
@@ -474,29 +350,23 @@ public final class StallMonitor {
         actOnIdentityChanges(at: now, mapsChanged: (try? inspector.refreshModules()) == true)
     }
 
-    /// Acts on the execs and renames the inspector counted since the last look (new maps may
-    /// also be an exec it did not count: `reconcileExec` reads the executable again).
+    /// Acts on the execs and renames the inspector counted since the last look (see
+    /// `ProgramIdentity.change`).
     private func actOnIdentityChanges(at now: Double, mapsChanged: Bool = false) {
-        if mapsChanged || inspector.execCount != execCount { reconcileExec(at: now) }
-        if inspector.renameCount != renameCount { noteRename() }
-    }
-
-    /// Acts on an exec the inspector counted (in the module check or in a capture): another
-    /// program, or the same one mapped anew (haproxy's master re-executes itself on every
-    /// reload), starts afresh (issue 24: the home wait learnt before a re-exec made the new
-    /// program's own wait a stall that never ended).
-    private func reconcileExec(at now: Double) {
-        if executableChanged() || inspector.execCount != execCount { noteExec(at: now) }
+        switch identity.change(in: inspector, mapsChanged: mapsChanged) {
+        case .exec: noteExec(at: now)
+        case .rename: noteRename()
+        case nil: break
+        }
     }
 
     /// The same program under a new name: reports take it; the watch goes on as it was.
     private func noteRename() {
-        renameCount = inspector.renameCount
-        let before = processInfo.name
-        (processInfo, threadInfo) = StallMonitor.identity(of: inspector, redactArgv: options.redactArgv, unit: options.unit)
-        summary.name = processInfo.name
-        if !options.quiet, before != processInfo.name {
-            log("stallagent: \(before.terminalSafe) [\(inspector.pid)] is now called \(processInfo.name.terminalSafe); reports now name it so")
+        let before = identity.process.name
+        identity.noteRename(of: inspector)
+        summary.name = identity.process.name
+        if !options.quiet, before != identity.process.name {
+            log("stallagent: \(before.terminalSafe) [\(inspector.pid)] is now called \(identity.process.name.terminalSafe); reports now name it so")
         }
     }
 
@@ -505,23 +375,19 @@ public final class StallMonitor {
     /// sites, loop and runner frames), and start its watch afresh.
     private func noteExec(at now: Double) {
         handle(detector.noteExec(at: now))
-        let before = processInfo.name
+        let before = identity.process.name
         inspector.reidentify()
-        execCount = inspector.execCount
-        renameCount = inspector.renameCount
-        (processInfo, threadInfo) = StallMonitor.identity(of: inspector, redactArgv: options.redactArgv, unit: options.unit)
-        summary.name = processInfo.name
+        identity.noteExec(of: inspector)
+        summary.name = identity.process.name
         if !options.quiet {
             log(
-                "stallagent: \(before.terminalSafe) [\(inspector.pid)] exec'd \((processInfo.path ?? processInfo.name).terminalSafe); reports now name it \(processInfo.name.terminalSafe)"
+                "stallagent: \(before.terminalSafe) [\(inspector.pid)] exec'd \((identity.process.path ?? identity.process.name).terminalSafe); reports now name it \(identity.process.name.terminalSafe)"
             )
         }
         frameCache.removeAll()
         canonicalWaitSites.removeAll()
         homeWaits = HomeWaitTracker()
-        parkedKind = nil
-        parkingWaits.reset()
-        lastBlockedCall = nil
+        parking.reset()
         lastWaitSite = nil
         lastHomeWait = nil
         lockWaitSites.removeAll()
@@ -533,29 +399,12 @@ public final class StallMonitor {
         ioHint = false
     }
 
-    private func executableChanged() -> Bool {
-        guard let path = try? ProcFS.readLink("/proc/\(inspector.pid)/exe", pid: inspector.pid) else { return false }
-        return path != inspector.executablePath
-    }
-
-    /// Name, path, build-id and command line as they are now (at start, and after an exec).
-    private static func identity(of inspector: ProcessInspector, redactArgv: Bool, unit: String?) -> (ReportProcessInfo, ReportThreadInfo) {
-        let commandLine = (try? ProcFS.readBytes("/proc/\(inspector.pid)/cmdline", pid: inspector.pid))
-            .map { $0.split(separator: 0).map { String(decoding: $0, as: UTF8.self) } }
-            .map { redactArgv ? ArgvRedactor.redact($0) : $0 }
-        let process = ReportProcessInfo(
-            pid: inspector.pid, name: inspector.name, path: inspector.executablePath,
-            buildId: inspector.mainModule?.image?.buildID, commandLine: commandLine, unit: unit)
-        let thread = ReportThreadInfo(tid: inspector.pid, name: inspector.threadName(inspector.pid) ?? inspector.name)
-        return (process, thread)
-    }
-
     /// With the loop probe, episode edges are the loop's own: a busy episode ends at the first
     /// idle wait since the last probe and the next begins when the last wait returned — exact
     /// times, and loop turns shorter than the probe interval are not missed.
     private func applyLoopProbe(_ state: LoopProbeReader.State, to observation: ThreadObservation) -> ThreadObservation {
         defer { lastIterations = state.iterations }
-        if let last = lastIterations, state.iterations > last { loopTurns &+= state.iterations - last }
+        if let last = lastIterations, state.iterations > last { turnTracker.addProbeTurns(state.iterations - last) }
         var result = observation
         guard observation.activity != .gone, observation.activity != .stopped else { return result }
         let previous = lastIterations ?? state.iterations
@@ -615,28 +464,16 @@ public final class StallMonitor {
     public var kind: ProcessKind {
         // A master parked before any loop wait showed (uvicorn's, pinging its workers through
         // poll) stays a supervisor.
-        if parkedKind == .supervisor { return .supervisor }
-        if homeWaits.knowsLoop || (loopTurnEvidence != .stackRule && loopTurns > 0) { return .loop }
-        if let parking = parkedKind { return parking }
+        if parking.parkedKind == .supervisor { return .supervisor }
+        if homeWaits.knowsLoop || (turnTracker.evidence != .stackRule && turnTracker.turns > 0) { return .loop }
+        if let parked = parking.parkedKind { return parked }
         if options.batchThreshold != nil { return .batch }
         return .busy
     }
 
-    /// Supervisor or helper, once the process was seen parked: a supervisor waits for signals
-    /// or children, or has children; a helper has none.
-    private var parkedKind: ProcessKind?
-
     private func noteParked(in syscall: ProcSyscallInfo?) {
-        guard parkedKind == nil else { return }
-        if let number = syscall?.syscallNumber,
-            StallMonitor.parkingSyscalls.contains(number) || StallMonitor.childWaitSyscalls.contains(number)
-        {
-            parkedKind = .supervisor
-            return
-        }
         let pid = inspector.pid
-        let children = (try? ProcFS.readText("/proc/\(pid)/task/\(pid)/children", pid: pid)) ?? ""
-        parkedKind = children.contains(where: \.isNumber) ? .supervisor : .helper
+        parking.noteParked(in: syscall) { (try? ProcFS.readText("/proc/\(pid)/task/\(pid)/children", pid: pid)) ?? "" }
     }
 
     /// An on-demand capture (0xbaaaaaad): where the main thread is right now, busy or not —
@@ -694,17 +531,18 @@ public final class StallMonitor {
         if stat.state == "Z" || stat.state == "X", let code = stat.exitCode, code & 0x7f == 0 {
             detector.noteExit()
         }
-        if identityMoved(in: stat) { checkIdentity(at: now) }
+        if identity.moved(name: stat.name, startStack: stat.startStack) { checkIdentity(at: now) }
         let sched = probe.schedstat()
         var activity = classify(state: stat.state, syscall: syscall)
         var parkedIn: ProcSyscallInfo?
         // Fed at every probe, so its first look is the agent's; learns only while no loop is known.
-        let parkedNow = detector.phase != .batch && parked(in: syscall, activity: activity)
+        let parkedNow =
+            detector.phase != .batch && parking.parked(in: syscall, activity: activity, learning: !homeWaits.knowsLoop)
         if activity == .idle, waitVerdict == .nested {
             activity = lastWaitSite.map { lockWaitSites.contains($0) } == true ? .lockWait : .blockedCall
         } else if activity == .blockedCall, let number = syscall?.syscallNumber,
-            StallMonitor.parkingSyscalls.contains(number)
-                || (options.childWaitsAreParking && StallMonitor.childWaitSyscalls.contains(number)),
+            ParkingClassifier.parkingSyscalls.contains(number)
+                || (options.childWaitsAreParking && ParkingClassifier.childWaitSyscalls.contains(number)),
             !homeWaits.knowsLoop
         {
             activity = .idle
@@ -721,7 +559,7 @@ public final class StallMonitor {
             activity = .blockedCall
         }
         if activity == .blockedCall, detector.phase == .batch, let number = syscall?.syscallNumber,
-            StallMonitor.childWaitSyscalls.contains(number)
+            ParkingClassifier.childWaitSyscalls.contains(number)
         {
             // A batch parent waiting for its child (a shell running a test binary, make's
             // recursion) is not stalled: the child is watched itself. The clock pauses as if
@@ -777,12 +615,7 @@ public final class StallMonitor {
         // Read into plain locals first: comparing the detector's optional directly trips a
         // Swift 6.3 release-mode optimizer crash (CopyPropagation ownership verification).
         let startTime: Double? = detector.isInEpisode ? detector.episodeStartTime : nil
-        guard let startTime, startTime != (episodeStart ?? -1) else { return }
-        episodeStart = startTime
-        episodePauses.removeAll(keepingCapacity: true)
-        episodeWithStop = 0
-        episodeWithoutStop = 0
-        episodeFailed = 0
+        captureStatistics.resetIfNewEpisode(startedAt: startTime)
     }
 
     /// Home or nested, for a thread in one of the idle-set waits (nil for anything else).
@@ -811,33 +644,6 @@ public final class StallMonitor {
     /// The latest wait's raw site had not been seen before.
     private var waitSiteIsNew = false
 
-    /// Whether a process that has shown no event loop is in its parking wait (see
-    /// `ParkingWaitTracker`): fed every probe that reaches it, so the tracker's first look is
-    /// the agent's first look at the program.
-    private func parked(in syscall: ProcSyscallInfo?, activity: ThreadActivity) -> Bool {
-        defer { lastBlockedCall = syscall }
-        guard case .inSyscall(let number, _, let sp, let pc)? = syscall else {
-            return parkingWaits.observe(nil, kind: .never, newEntry: true)
-        }
-        let call = ParkingWaitTracker.Call(number: number, pc: pc, sp: sp)
-        return parkingWaits.observe(
-            call, kind: Self.parkingKind(number: number, activity: activity), newEntry: lastBlockedCall != syscall,
-            learning: !homeWaits.knowsLoop)
-    }
-
-    /// Only a blocked call may be a parking wait: never a lock wait as the classifier tells it
-    /// (a mutex, a PI mutex, a file lock: a process found deadlocked must be reported), never
-    /// disk I/O. A sleep first seen may be a stall in progress; re-entered from one call it is
-    /// a helper's beat.
-    static func parkingKind(number: Int, activity: ThreadActivity) -> ParkingWaitTracker.Kind {
-        guard activity == .blockedCall else { return .never }
-        switch number {
-        case 202, 0, 19, 45, 47, 43, 288, 61, 247:  // futex, read, readv, recvfrom, recvmsg, accept, accept4, wait4, waitid
-            return .parkable
-        case 35, 230: return .parkableWhenRepeated  // nanosleep, clock_nanosleep
-        default: return .never
-        }
-    }
     /// The call the latest probe found the thread parked in (idle, though not in a loop's
     /// wait): a supervisor's sigsuspend, a parent's wait4 in a watched family.
     private var lastParked: ProcSyscallInfo?
@@ -868,7 +674,7 @@ public final class StallMonitor {
             }
         }
         guard let waker, waker.arm() else { return nil }
-        let countUnchanged = turnCounter.map { $0.read() == lastTurnCount } ?? true
+        let countUnchanged = turnTracker.counterUnchanged()
         guard probe.syscall() == expected, countUnchanged else {
             waker.disarm()
             return nil
@@ -1006,13 +812,10 @@ public final class StallMonitor {
                 ioHint = false
             }
             if snapshot.method == .ptraceStop {
-                episodeWithStop += 1
+                captureStatistics.recordStop(pauseNanos: snapshot.pauseNanos)
                 summary.capturesWithStop += 1
-                episodePauses.append(Double(snapshot.pauseNanos) / 1000)
-                pauseSecondsTotal += Double(snapshot.pauseNanos) / 1e9
             } else {
-                episodeWithoutStop += 1
-                capturesWithoutStop += 1
+                captureStatistics.recordWithoutStop()
             }
             var sampled: [SampledFrame] = []
             if detector.episodePhase == .batch {
@@ -1043,7 +846,7 @@ public final class StallMonitor {
         } catch StallAgentError.alreadyTraced(_, let tracer) {
             // strace, gdb or another agent holds the target: no stacks, but the stall is still
             // timed from /proc. Said once per tracer, and in every report.
-            episodeFailed += 1
+            captureStatistics.recordFailure()
             if tracedBy != tracer {
                 tracedBy = tracer
                 let name =
@@ -1054,7 +857,7 @@ public final class StallMonitor {
             }
             handle(detector.record(StackSample(time: now, activity: activity, frames: [])))
         } catch {
-            episodeFailed += 1
+            captureStatistics.recordFailure()
             handle(detector.record(StackSample(time: now, activity: activity, frames: [])))
         }
     }
@@ -1222,20 +1025,16 @@ public final class StallMonitor {
     }
 
     private func context(for snapshot: StallSnapshot) -> StallReportContext {
-        let pauses = Percentiles(episodePauses)
         let images = inspector.modules.modules.map {
             ReportBinaryImage(
                 start: $0.start, end: $0.end, name: $0.name, path: $0.path, buildId: $0.image?.buildID,
                 unavailable: $0.unavailable?.rawValue)
         }
         return StallReportContext(
-            process: processInfo, thread: threadInfo, wallClockOffset: wallClockOffset,
+            process: identity.process, thread: identity.thread, wallClockOffset: wallClockOffset,
             resolveFrame: { [unowned self] frame, index in self.resolve(frame, index: index) },
             binaryImages: images, lockOwner: lockOwners[snapshot.id],
-            agent: ReportAgentStats(
-                samples: snapshot.sampleCount, capturesWithStop: episodeWithStop, capturesWithoutStop: episodeWithoutStop,
-                failedCaptures: episodeFailed, pauseP50Micros: pauses.p50, pauseP99Micros: pauses.p99,
-                pauseTotalMicros: pauses.total, probeIntervalSeconds: options.probeInterval),
+            agent: captureStatistics.episodeStats(samples: snapshot.sampleCount, probeInterval: options.probeInterval),
             termination: terminations[snapshot.id], occurrence: decisions[snapshot.id]?.occurrence ?? 1,
             hostname: hostname, loopTurnsNote: loopTurnsNote, samplingNote: samplingNote)
     }
@@ -1292,53 +1091,10 @@ public final class StallMonitor {
     // MARK: --kill-after
 
     private func checkKillAfter(at now: Double) {
-        guard let limit = options.killAfter, let id = detector.currentStallID, let age = detector.episodeAge,
-            age >= limit
+        guard let killPolicy, let id = detector.currentStallID, let age = detector.episodeAge,
+            let termination = killPolicy.check(stallID: id, age: age, at: now)
         else { return }
-        if kill == nil || kill?.stallID != id {
-            log("stallagent: stall #\(id) has lasted \(Format.seconds(age)) (--kill-after \(Format.seconds(limit))): sending SIGABRT to \(inspector.pid)")
-            if let refused = signal(SIGABRT) {
-                terminations[id] = ReportTermination.refused(
-                    "SIGABRT after " + String(format: "%.2f", age) + " s (--kill-after) was refused: " + refused)
-                kill = (id, now, true)
-            } else {
-                terminations[id] = String(format: "terminated by stallagent with SIGABRT after %.2f s (--kill-after)", age)
-                kill = (id, now, false)
-            }
-        } else if let state = kill, !state.killed, now - state.abortSentAt >= options.killGrace {
-            log("stallagent: \(inspector.pid) still alive \(Format.seconds(options.killGrace)) after SIGABRT: sending SIGKILL")
-            if let refused = signal(SIGKILL) {
-                terminations[id] = ReportTermination.refused(
-                    "SIGABRT ignored for " + String(format: "%.1f", options.killGrace) + " s, then SIGKILL refused: " + refused)
-            } else {
-                terminations[id] = String(
-                    format: "terminated by stallagent with SIGKILL after %.2f s (SIGABRT ignored for %.1f s)", age, options.killGrace)
-            }
-            kill?.killed = true
-        }
-    }
-
-    /// Signals the watched process through its pidfd. Returns why it did not happen, said on
-    /// stderr and kept for the report: a kill that silently failed read "terminated" before.
-    private func signal(_ number: Int32) -> String? {
-        let name = number == SIGKILL ? "SIGKILL" : "SIGABRT"
-        var reason: String?
-        if killHandle < 0 {
-            reason = "the process's identity cannot be proven (\(killHandleError ?? "no pidfd"))"
-        } else if sa_pidfd_send_signal(killHandle, number) != 0 {
-            let code = errno
-            reason = String(cString: strerror(code))
-            if code == EPERM {
-                reason! += "; signalling another user's process needs CAP_KILL (add it to the unit's CapabilityBoundingSet= and AmbientCapabilities=)"
-            }
-            if code == ESRCH { reason! += "; the process is gone" }
-        }
-        if let reason { log("stallagent: warning: \(name) not sent to \(inspector.pid): \(reason)") }
-        return reason
-    }
-
-    deinit {
-        if killHandle >= 0 { close(killHandle) }
+        terminations[id] = termination
     }
 }
 

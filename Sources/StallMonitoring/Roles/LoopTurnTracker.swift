@@ -1,0 +1,165 @@
+import StallDetection
+import StallProc
+
+/// Counts the loop's turns with the best evidence the target and the kernel allow, and opens
+/// the kernel counters once a loop shows itself.
+final class LoopTurnTracker {
+    /// A source of turn counts: the kernel's per-thread counters (`LoopTurnCounter`), or a fake
+    /// in tests.
+    protocol Counter: AnyObject {
+        func read() -> UInt64?
+        @discardableResult func count(wait name: String) -> Bool
+    }
+
+    // Loop turns (docs/architecture.md, "Detection model"): the evidence in use, and why it is not a better one.
+    private(set) var evidence: LoopTurnEvidence
+    private(set) var note: String?
+    /// `--loop-turns auto` without a loop probe: the kernel counters are opened when the thread
+    /// is first seen idle in a loop's wait (`LoopTurnCounter.tracepointNames`), counting that
+    /// wait alone, or when a busy episode outside the batch rule is half a threshold old,
+    /// counting every wait (a loop saturated from the start is never seen idle, and the stack
+    /// rule knows no loop frames yet); the stack rule decides until then. Counters cost the
+    /// thread at every context switch, and a process that never waits in a loop (a test
+    /// runner, a shell in wait4, a compiler under `make`) gets nothing from them: wrapped
+    /// pytest ran 1.38× slower with them, 1.07× without. A wait the loop is seen idle in later
+    /// is added to the counted set (`LoopTurnCounter.count(wait:)`).
+    private(set) var countersAwaitIdle = false
+    private var counter: Counter?
+    private var lastCount: UInt64?
+    /// Loop turns seen (exact with the counter or probe; a lower bound with the stack rule).
+    private(set) var turns: UInt64 = 0
+    private var idleEntries: UInt64 = 0
+    /// When a probe last found the thread idle or stopped (the watch's start until then).
+    private var lastSeenNotBusy = 0.0
+    private let tid: Int32
+    private let log: (String) -> Void
+    private let openCounter: (_ tid: Int32, _ waits: Set<String>?) throws -> Counter
+
+    init(
+        tid: Int32, mode: LoopTurnMode, hasLoopProbe: Bool, log: @escaping (String) -> Void,
+        openCounter: @escaping (_ tid: Int32, _ waits: Set<String>?) throws -> Counter = { try LoopTurnCounter(tid: $0, waits: $1) }
+    ) throws {
+        self.tid = tid
+        self.log = log
+        self.openCounter = openCounter
+        (evidence, counter, note) = try Self.choose(tid: tid, mode: mode, hasLoopProbe: hasLoopProbe, open: openCounter)
+        countersAwaitIdle = mode == .auto && !hasLoopProbe
+        if let note { log("stallagent: loop turns: \(note)") }
+    }
+
+    /// The best loop-turn evidence the target and the kernel allow. A refused counter is not an
+    /// error unless the user asked for counters: the stack rule takes over, said once.
+    private static func choose(
+        tid: Int32, mode: LoopTurnMode, hasLoopProbe: Bool, open: (_ tid: Int32, _ waits: Set<String>?) throws -> Counter
+    ) throws -> (LoopTurnEvidence, Counter?, String?) {
+        switch mode {
+        case .stackRule: return (.stackRule, nil, nil)
+        case .auto where hasLoopProbe: return (.loopProbe, nil, nil)
+        // Until the thread is first seen idle: see `countersAwaitIdle`.
+        case .auto: return (.stackRule, nil, nil)
+        case .kernelCounter:
+            do {
+                return (.kernelCounter, try open(tid, nil), nil)
+            } catch let unavailable as LoopTurnCounter.Unavailable {
+                if mode == .kernelCounter {
+                    throw StallAgentError.invalidArgument("--loop-turns kernel-counter: \(unavailable)")
+                }
+                return (.stackRule, nil, "kernel counters unavailable: \(unavailable); using the stack rule")
+            }
+        }
+    }
+
+    /// The waits the loop-turn counters can count, by syscall number.
+    static let loopWaits: [Int: String] = Dictionary(
+        LoopTurnCounter.tracepointNames.compactMap { name in ProcSyscallInfo.number(ofSyscall: name).map { ($0, name) } },
+        uniquingKeysWith: { a, _ in a })
+
+    /// Loop turns seen so far (see `turns`); the stack rule's come from the detector.
+    func count(stackRuleTurns: Int) -> UInt64 {
+        evidence == .stackRule ? idleEntries &+ UInt64(stackRuleTurns) : turns
+    }
+
+    /// The watch begins: not seen idle yet.
+    func begin(at now: Double) {
+        lastSeenNotBusy = now
+    }
+
+    /// Reads the counter, if one is open: true when the loop turned since the last read.
+    func readCounter() -> Bool {
+        var turned = false
+        if let counter, let count = counter.read() {
+            if let last = lastCount, count != last {
+                turned = true
+                turns &+= count &- last
+            }
+            lastCount = count
+        }
+        return turned
+    }
+
+    /// With a counter open, true while it has not moved since the last read.
+    func counterUnchanged() -> Bool {
+        counter.map { $0.read() == lastCount } ?? true
+    }
+
+    /// Turns the loop probe counted.
+    func addProbeTurns(_ count: UInt64) {
+        turns &+= count
+    }
+
+    /// A probe's activity (`previous`: the one before it).
+    func noteProbe(_ activity: ThreadActivity, previous: ThreadActivity?, at time: Double) {
+        if activity == .idle, previous != .idle { idleEntries &+= 1 }
+        if !activity.isBusy { lastSeenNotBusy = time }
+    }
+
+    /// After a probe that found the thread `idle` or not, in `syscallNumber`: opens the counters
+    /// if they await a loop and one showed itself (a loop's wait, or `wanted`), or adds the wait
+    /// to those counted. True when the counters opened now: the detector must take them.
+    func afterProbe(idle: Bool, syscallNumber: Int?, stackRuleTurns: Int, wanted: () -> Bool) -> Bool {
+        let loopWait = idle && (countersAwaitIdle || counter != nil) ? syscallNumber.flatMap { Self.loopWaits[$0] } : nil
+        if countersAwaitIdle {
+            if let loopWait {
+                return openCountersNow(waits: [loopWait], stackRuleTurns: stackRuleTurns)
+            } else if wanted() {
+                return openCountersNow(waits: nil, stackRuleTurns: stackRuleTurns)
+            }
+        } else if let loopWait, let counter {
+            counter.count(wait: loopWait)
+        }
+        return false
+    }
+
+    /// A busy episode the batch rule does not judge, half a threshold old, or a thread outside
+    /// the batch rule not seen idle for half a threshold: see `countersAwaitIdle`. The second
+    /// because the stack rule may end each episode of a saturated loop (its samples differ)
+    /// long before one is half a threshold old; beside two CPU hogs it did so for a whole
+    /// 5 s run, and the loop was never counted.
+    func counterWanted(at now: Double, phase: StallPhase, threshold: Double, episodeAge: Double?) -> Bool {
+        guard phase != .batch else { return false }
+        if let age = episodeAge, age * 2 >= threshold { return true }
+        return (now - lastSeenNotBusy) * 2 >= threshold
+    }
+
+    /// From now on the kernel counts the loop's turns (see `countersAwaitIdle`); the turns the
+    /// stack rule counted so far stay in the total. A refusal is said once and the stack rule
+    /// stays; a thread that exited meanwhile is seen gone by the next probe.
+    private func openCountersNow(waits: Set<String>?, stackRuleTurns: Int) -> Bool {
+        countersAwaitIdle = false
+        do {
+            let counter = try openCounter(tid, waits)
+            guard let count = counter.read() else { return false }
+            turns = self.count(stackRuleTurns: stackRuleTurns)
+            evidence = .kernelCounter
+            self.counter = counter
+            lastCount = count
+            return true
+        } catch let unavailable as LoopTurnCounter.Unavailable {
+            note = "kernel counters unavailable: \(unavailable); using the stack rule"
+            log("stallagent: loop turns: \(note!)")
+        } catch {}
+        return false
+    }
+}
+
+extension LoopTurnCounter: LoopTurnTracker.Counter {}

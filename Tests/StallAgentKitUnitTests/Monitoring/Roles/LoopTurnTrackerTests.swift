@@ -1,0 +1,144 @@
+import Testing
+
+@testable import StallMonitoring
+import StallDetection
+import StallProc
+
+/// Which evidence counts the loop's turns and when the kernel counters open, with a fake counter.
+@Suite struct LoopTurnTrackerTests {
+    final class FakeCounter: LoopTurnTracker.Counter {
+        var value: UInt64? = 100
+        var waits: [String] = []
+        func read() -> UInt64? { value }
+        func count(wait name: String) -> Bool {
+            waits.append(name)
+            return true
+        }
+    }
+
+    final class Opener {
+        var opened: [Set<String>?] = []
+        var refusal: LoopTurnCounter.Unavailable?
+        let counter = FakeCounter()
+        func open(_ tid: Int32, _ waits: Set<String>?) throws -> LoopTurnTracker.Counter {
+            if let refusal { throw refusal }
+            opened.append(waits)
+            return counter
+        }
+    }
+
+    static let epollWait = ProcSyscallInfo.number(ofSyscall: "epoll_wait")!
+
+    static func tracker(_ mode: LoopTurnMode = .auto, hasLoopProbe: Bool = false, opener: Opener, log: @escaping (String) -> Void = { _ in })
+        throws -> LoopTurnTracker
+    {
+        try LoopTurnTracker(tid: 42, mode: mode, hasLoopProbe: hasLoopProbe, log: log, openCounter: opener.open)
+    }
+
+    @Test func theEvidenceFollowsTheModeAndTheProbe() throws {
+        let opener = Opener()
+        #expect(try Self.tracker(.stackRule, opener: opener).evidence == .stackRule)
+        #expect(try Self.tracker(.auto, hasLoopProbe: true, opener: opener).evidence == .loopProbe)
+        #expect(try !Self.tracker(.auto, hasLoopProbe: true, opener: opener).countersAwaitIdle)
+        let auto = try Self.tracker(.auto, opener: opener)
+        #expect(auto.evidence == .stackRule)
+        #expect(auto.countersAwaitIdle)
+        #expect(opener.opened.isEmpty)
+        #expect(try Self.tracker(.kernelCounter, opener: opener).evidence == .kernelCounter)
+        #expect(opener.opened.count == 1)
+    }
+
+    /// Counters asked for and refused: an error, not a silent fallback.
+    @Test func refusedCountersAskedForAreAnError() {
+        let opener = Opener()
+        opener.refusal = .noTracepoints
+        #expect(throws: StallAgentError.self) { try Self.tracker(.kernelCounter, opener: opener) }
+    }
+
+    /// First seen idle in a loop's wait: the counters open for that wait alone, and the stack
+    /// rule's turns so far stay in the total.
+    @Test func countersOpenAtTheFirstLoopWaitSeenIdle() throws {
+        let opener = Opener()
+        let tracker = try Self.tracker(opener: opener)
+        tracker.begin(at: 0)
+        tracker.noteProbe(.idle, previous: nil, at: 0.1)
+        #expect(tracker.count(stackRuleTurns: 2) == 3)
+        let opened = tracker.afterProbe(idle: true, syscallNumber: Self.epollWait, stackRuleTurns: 2, wanted: { false })
+        #expect(opened)
+        #expect(opener.opened == [["epoll_wait"]])
+        #expect(tracker.evidence == .kernelCounter)
+        #expect(!tracker.countersAwaitIdle)
+        #expect(tracker.count(stackRuleTurns: 50) == 3)
+        // Turns are the counter's from now on.
+        #expect(!tracker.readCounter())
+        opener.counter.value = 105
+        #expect(tracker.readCounter())
+        #expect(tracker.count(stackRuleTurns: 50) == 8)
+        // What a wake-up armed on the wait checks: the count has not moved since the last read.
+        #expect(tracker.counterUnchanged())
+        opener.counter.value = 106
+        #expect(!tracker.counterUnchanged())
+        #expect(tracker.readCounter())
+        #expect(tracker.counterUnchanged())
+        #expect(tracker.count(stackRuleTurns: 50) == 9)
+        // Another loop wait seen idle later is counted too.
+        let ppoll = ProcSyscallInfo.number(ofSyscall: "ppoll")!
+        #expect(!tracker.afterProbe(idle: true, syscallNumber: ppoll, stackRuleTurns: 0, wanted: { true }))
+        #expect(opener.counter.waits == ["ppoll"])
+    }
+
+    /// Commit 9c73be3: a loop saturated from its start is never seen idle, and the stack rule
+    /// may end each of its episodes early: the counters are wanted once the thread was not seen
+    /// idle for half a threshold, or an episode is half a threshold old; never under the batch rule.
+    @Test func countersAreWantedAfterHalfAThresholdNotSeenIdle() throws {
+        let tracker = try Self.tracker(opener: Opener())
+        tracker.begin(at: 10)
+        #expect(!tracker.counterWanted(at: 10.9, phase: .loop, threshold: 2, episodeAge: nil))
+        #expect(tracker.counterWanted(at: 11, phase: .loop, threshold: 2, episodeAge: nil))
+        #expect(!tracker.counterWanted(at: 11, phase: .batch, threshold: 2, episodeAge: nil))
+        tracker.noteProbe(.idle, previous: .running, at: 10.8)
+        #expect(!tracker.counterWanted(at: 11, phase: .loop, threshold: 2, episodeAge: nil))
+        #expect(tracker.counterWanted(at: 11, phase: .loop, threshold: 2, episodeAge: 1))
+        // Busy probes do not move the last time seen idle; a stopped one does.
+        tracker.noteProbe(.running, previous: .idle, at: 11.5)
+        #expect(tracker.counterWanted(at: 11.8, phase: .loop, threshold: 2, episodeAge: 0.1))
+        tracker.noteProbe(.stopped, previous: .running, at: 11.8)
+        #expect(!tracker.counterWanted(at: 11.9, phase: .loop, threshold: 2, episodeAge: nil))
+    }
+
+    @Test func wantedCountersCountEveryWait() throws {
+        let opener = Opener()
+        let tracker = try Self.tracker(opener: opener)
+        #expect(!tracker.afterProbe(idle: false, syscallNumber: nil, stackRuleTurns: 0, wanted: { false }))
+        #expect(opener.opened.isEmpty)
+        #expect(tracker.afterProbe(idle: false, syscallNumber: nil, stackRuleTurns: 0, wanted: { true }))
+        #expect(opener.opened == [nil])
+    }
+
+    /// A refusal is said once, and the stack rule stays.
+    @Test func refusedCountersLeaveTheStackRuleAndSaySo() throws {
+        let opener = Opener()
+        opener.refusal = .notPermitted("EACCES")
+        var lines: [String] = []
+        let tracker = try Self.tracker(opener: opener, log: { lines.append($0) })
+        #expect(!tracker.afterProbe(idle: true, syscallNumber: Self.epollWait, stackRuleTurns: 0, wanted: { true }))
+        #expect(tracker.evidence == .stackRule)
+        #expect(!tracker.countersAwaitIdle)
+        #expect(tracker.note?.hasPrefix("kernel counters unavailable: perf_event_open on syscall tracepoints was refused (EACCES)") == true)
+        #expect(lines.count == 1)
+        #expect(!tracker.afterProbe(idle: true, syscallNumber: Self.epollWait, stackRuleTurns: 0, wanted: { true }))
+        #expect(lines.count == 1)
+    }
+
+    /// With the stack rule, turns are idle entries plus the detector's stack-rule turns.
+    @Test func stackRuleTurnsAreIdleEntriesAndTheDetectors() throws {
+        let tracker = try Self.tracker(.stackRule, opener: Opener())
+        tracker.noteProbe(.idle, previous: nil, at: 1)
+        tracker.noteProbe(.idle, previous: .idle, at: 2)
+        tracker.noteProbe(.running, previous: .idle, at: 3)
+        tracker.noteProbe(.idle, previous: .running, at: 4)
+        #expect(tracker.count(stackRuleTurns: 3) == 5)
+        #expect(!tracker.afterProbe(idle: true, syscallNumber: Self.epollWait, stackRuleTurns: 0, wanted: { true }))
+        #expect(tracker.evidence == .stackRule)
+    }
+}
