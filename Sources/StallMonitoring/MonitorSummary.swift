@@ -34,6 +34,9 @@ public struct MonitorSummary: Sendable {
     public private(set) var countsByReason: [String: Int] = [:]
     public static let maxKeptStalls = 100
     public var targetExited = false
+    /// The main thread exited (pthread_exit) while this many other threads run on: the
+    /// process lives, its main thread is gone (issue 27).
+    public var mainThreadExitedLeaving: Int?
     public var stoppedBySignal: Int32?
     public var reportDirectory: String
     public var samples = 0
@@ -86,7 +89,10 @@ public struct MonitorSummary: Sendable {
     public func render() -> String {
         var lines: [String] = []
         let total = max(stallCount, stalls.count)
-        let ending = targetExited ? "until it exited" : (stoppedBySignal != nil ? "until interrupted" : "")
+        let ending =
+            mainThreadExitedLeaving.map {
+                "until its main thread exited (pthread_exit), \($0) other thread\($0 == 1 ? "" : "s") running on"
+            } ?? (targetExited ? "until it exited" : (stoppedBySignal != nil ? "until interrupted" : ""))
         lines.append(
             "stallagent: watched \(name.terminalSafe) [\(pid)] for \(Format.seconds(watchedSeconds))\(ending.isEmpty ? "" : " " + ending): "
                 + (total == 0 ? "no stalls" : "\(total) stall\(total == 1 ? "" : "s")"))

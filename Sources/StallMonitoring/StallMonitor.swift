@@ -289,6 +289,15 @@ public final class StallMonitor {
         if observation.activity == .gone {
             handle(detector.finish(at: now, targetGone: true))
             summary.targetExited = true
+            // A zombie main thread whose process runs on in other threads: said as such, not
+            // as the process's exit (issue 27).
+            let others = ProcessInspector.liveThreads(of: inspector.pid).count
+            if others > 0 {
+                summary.mainThreadExitedLeaving = others
+                log(
+                    "stallagent: \(inspector.name.terminalSafe) [\(inspector.pid)]'s main thread has exited (pthread_exit) while "
+                        + "\(others) other \(others == 1 ? "thread runs" : "threads run") on: there is no main thread to watch any more")
+            }
             finished = true
             return false
         }

@@ -55,4 +55,21 @@ import Glibc
         let byPidfile = try runCommand(agent, ["--pidfile", pidfile, "--duration", "1s"], timeout: 30)
         #expect(byPidfile.stderr.contains("whose main thread has exited (pthread_exit)"), "\(byPidfile.stderr)")
     }
+
+    /// The same exit during a watch ended it as "until it exited".
+    @Test func attack17_aMainThreadThatExitsDuringAWatchIsSaidAsSuch() throws {
+        let scratch = try HostileScratch("pthread-exit-later")
+        let source = scratch.path("main.c")
+        try Self.program.replacingOccurrences(of: "    pthread_exit(NULL);", with: "    sleep(1);\n    pthread_exit(NULL);")
+            .write(toFile: source, atomically: true, encoding: .utf8)
+        let program = scratch.path("headless-later")
+        try NativeFixture.run("cc", ["-g", "-o", program, source, "-lpthread"])
+        let target = try ReadyProgram(program)
+        defer { target.stop() }
+        let watched = try runCommand(agent, ["--pid", "\(target.pid)", "--duration", "4s", "--report-dir", scratch.path("reports")], timeout: 30)
+        #expect(watched.status == 0, "\(watched.stderr)")
+        #expect(watched.stderr.contains("main thread has exited (pthread_exit) while 1 other thread runs on"), "\(watched.stderr)")
+        #expect(watched.stderr.contains("until its main thread exited (pthread_exit), 1 other thread running on"), "\(watched.stderr)")
+        #expect(!watched.stderr.contains("until it exited"), "\(watched.stderr)")
+    }
 }
