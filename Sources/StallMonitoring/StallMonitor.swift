@@ -295,8 +295,8 @@ public final class StallMonitor {
             if others > 0 {
                 summary.mainThreadExitedLeaving = others
                 log(
-                    "stallagent: \(inspector.name.terminalSafe) [\(inspector.pid)]'s main thread has exited (pthread_exit) while "
-                        + "\(others) other \(others == 1 ? "thread runs" : "threads run") on: there is no main thread to watch any more")
+                    "stallagent: \(inspector.name.terminalSafe) [\(inspector.pid)]'s "
+                        + "\(StallAgentError.mainThreadExitedPhrase(threads: others)): there is no main thread to watch any more")
             }
             finished = true
             return false

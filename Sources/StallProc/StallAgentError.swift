@@ -62,9 +62,8 @@ public enum StallAgentError: Error, CustomStringConvertible, Equatable {
             return "process \(pid) is a zombie (it has exited; its parent has not reaped it): nothing to capture"
         case .mainThreadExited(let pid, let threads):
             return
-                "process \(pid)'s main thread has exited (pthread_exit) while \(threads) other "
-                + (threads == 1 ? "thread runs" : "threads run")
-                + " on: there is no main thread to watch (`stallagent dump --all-threads --pid \(pid)` shows the others)"
+                "process \(pid)'s \(Self.mainThreadExitedPhrase(threads: threads)): there is no main thread to watch "
+                + "(`stallagent dump --all-threads --pid \(pid)` shows the others)"
         case .kernelThread(let pid):
             return "process \(pid) is a kernel thread: it has no user-space stack to capture"
         case .alreadyTraced(let pid, let tracer):
@@ -89,6 +88,12 @@ public enum StallAgentError: Error, CustomStringConvertible, Equatable {
             return "cannot listen for metrics on \(address): \(String(cString: strerror(code)))"
                 + (code == EADDRINUSE ? " (another process has this port; pick another with --metrics-listen)" : "")
         }
+    }
+
+    /// "main thread has exited (pthread_exit) while N other threads run on": the one wording
+    /// the error, a pidfile's refusal and a watch that sees it happen share.
+    public static func mainThreadExitedPhrase(threads: Int) -> String {
+        "main thread has exited (pthread_exit) while \(threads) other " + (threads == 1 ? "thread runs" : "threads run") + " on"
     }
 
     /// Documented in the README's exit-code table.

@@ -1,6 +1,7 @@
 import Synchronization
 import Foundation
 
+import StallCapture
 import StallProc
 #if canImport(Glibc)
 import Glibc
@@ -91,15 +92,7 @@ public final class ReportWriter: Sendable {
         defer { close(fd) }
         var info = stat()
         guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG, Int(info.st_size) <= maxBytes else { return nil }
-        var bytes = [UInt8](repeating: 0, count: Int(info.st_size))
-        var offset = 0
-        while offset < bytes.count {
-            let n = bytes.withUnsafeMutableBytes { pread(fd, $0.baseAddress! + offset, $0.count - offset, off_t(offset)) }
-            if n < 0 && errno == EINTR { continue }
-            guard n > 0 else { break }
-            offset += n
-        }
-        return Array(bytes[0..<offset])
+        return try? SafeFileReader.read(fd: fd, count: Int(info.st_size), path: directory + "/" + name)
     }
 
     /// O_PATH (x86-64 and arm64 value): Glibc's module leaves it out without _GNU_SOURCE.

@@ -54,7 +54,7 @@ public enum SafeFileReader {
     }
 
     /// Up to `count` bytes from offset 0 (fewer when the file shrank meanwhile).
-    static func read(fd: Int32, count: Int, path: String) throws -> [UInt8] {
+    public static func read(fd: Int32, count: Int, path: String) throws -> [UInt8] {
         var bytes = [UInt8](repeating: 0, count: count)
         var offset = 0
         while offset < count {

@@ -1,6 +1,7 @@
 import Foundation
 
 import StallMonitoring
+import StallProc
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -53,8 +54,8 @@ enum PidfileTrust {
             let others = ProcessInspector.liveThreads(of: pid).count
             if others > 0 {
                 return .refused(
-                    "pidfile \(path) names process \(pid), whose main thread has exited (pthread_exit) while \(others) other "
-                        + (others == 1 ? "thread runs" : "threads run") + " on: no main thread to watch")
+                    "pidfile \(path) names process \(pid), whose \(StallAgentError.mainThreadExitedPhrase(threads: others)): "
+                        + "no main thread to watch")
             }
             return .refused("pidfile \(path) names process \(pid), which is not running")
         }
