@@ -39,6 +39,12 @@ public struct DetectorConfiguration: Hashable, Codable, Sendable {
     /// the runner's own frames held in every sample for this long is a stall (phase `batch`,
     /// see `StallDetector`). nil: no batch rule; start-up uses `launchThreshold`.
     public var batchThreshold: Double?
+    /// Batch rule: the agent began watching the process after its start-up (a descendant of a
+    /// wrapped command, found once it had lived half the threshold), so its first sample may
+    /// already be inside a slow test and teaches no runner frames: its runner frames are learnt
+    /// as they go on holding while work under them comes and goes (docs/architecture.md, "The
+    /// batch rule"). An exec starts the process afresh, and its first sample is start-up again.
+    public var batchJoinedAfterStart = false
     /// Batch rule: samples that must hold the frame before it is a stall. Fewer than the loop's
     /// stack rule: no loop can fake a held frame here, only a runner frame, and those are
     /// excluded by `batchDispatcherFrames` and the first sample instead.

@@ -56,10 +56,15 @@ public struct StallDetector: Sendable {
     private var lastSampleAttemptAnyEpisode: Double?
     /// Batch rule: the runner's own frames (nil until the first batch sample since start/exec).
     private var outerFrames: Set<StallFrameTracker.Key>?
+    /// Batch rule: the first sample since the watch began is not start-up (see
+    /// `DetectorConfiguration.batchJoinedAfterStart`); false after an exec.
+    private var joinedAfterStart: Bool
     /// Batch rule: frames promoted to the runner's since start (for tests and reports).
     public private(set) var runnerFramesLearned = 0
     /// The process is known to have ended by its own exit (see `noteExit`).
     private var exitedNormally = false
+    /// The process is known to have been killed by a signal (see `noteKilled`).
+    private var killed = false
     /// When the probes last saw the activity change (running to blocked, say): where new work
     /// found by a batch sample most likely began.
     private var lastActivityChange: Double?
@@ -128,6 +133,7 @@ public struct StallDetector: Sendable {
     public init(configuration: DetectorConfiguration = DetectorConfiguration()) {
         self.configuration = configuration
         self.hasSeenIdle = !configuration.startsInLaunchPhase
+        self.joinedAfterStart = configuration.batchJoinedAfterStart
         self.ring = SampleRing(capacity: configuration.ringCapacity)
     }
 
@@ -325,6 +331,7 @@ public struct StallDetector: Sendable {
                 || (position > firstInterpreted && !(frame.isInterpreted && frame.function == "<module>"))
         }
         let keys = positions.map { StallFrameTracker.Key(sample.frames[$0]) }
+        if outerFrames == nil, joinedAfterStart { outerFrames = [] }
         guard var outer = outerFrames else {
             outerFrames = Set(keys)
             episode?.anchors = []
@@ -541,6 +548,12 @@ public struct StallDetector: Sendable {
         exitedNormally = true
     }
 
+    /// The process is known to have been killed by a signal: the next `gone` observation ends an
+    /// open stall as `targetDied`, whatever the phase.
+    public mutating func noteKilled() {
+        killed = true
+    }
+
     /// pytest's, unittest's and most C harnesses' naming of a test: `test_x`, `Case.test_x`.
     public static func isTestFunction(_ name: String) -> Bool {
         let last = name.split(separator: ".").last.map(String.init) ?? name
@@ -552,6 +565,7 @@ public struct StallDetector: Sendable {
     public mutating func noteExec(at time: Double) -> [DetectorEvent] {
         let events = endEpisode(at: time, ending: .returnedToIdle)
         outerFrames = nil
+        joinedAfterStart = false
         lastSampleAttemptAnyEpisode = nil
         hasSeenIdle = !configuration.startsInLaunchPhase
         return events
@@ -597,7 +611,7 @@ public struct StallDetector: Sendable {
     /// itself (its stall keeps its reason), `targetDied` for a death by signal or an end the
     /// agent could not tell.
     public mutating func finish(at time: Double, ending: StallEnding) -> [DetectorEvent] {
-        let targetGone = ending == .targetDied || ending == .targetExited
+        let targetGone = [.targetDied, .targetExited, .targetEnded].contains(ending)
         var events: [DetectorEvent] = []
         if episode != nil, let previous = lastObservation {
             if time > previous.time {
@@ -783,6 +797,7 @@ public struct StallDetector: Sendable {
     private mutating func forgetTarget() {
         lastObservation = nil
         exitedNormally = false
+        killed = false
         hasSeenIdle = !configuration.startsInLaunchPhase
         outerFrames = nil
         lastSampleAttemptAnyEpisode = nil
@@ -790,7 +805,13 @@ public struct StallDetector: Sendable {
 
     /// How a `gone` observation ends the episode: an exit the agent saw (`noteExit`) keeps the
     /// stall's reason; anything else is a death.
-    private var goneEnding: StallEnding { exitedNormally ? .targetExited : .targetDied }
+    /// In a batch episode (a wrapped command's process) an end the agent could not see is most
+    /// often the process's own exit, and is said as unknown (`targetEnded`), not as a death.
+    private var goneEnding: StallEnding {
+        if exitedNormally { return .targetExited }
+        if killed { return .targetDied }
+        return (episode?.phase ?? phase) == .batch ? .targetEnded : .targetDied
+    }
 
     private func makeSnapshot(trigger: StallSnapshotTrigger, ending: StallEnding?) -> StallSnapshot {
         // Only called with an open stall.

@@ -127,9 +127,11 @@ public final class StallMonitor {
 
     public private(set) var summary: MonitorSummary
 
+    /// `joinedAfterStart`: a wrapped command's descendant found after its start-up (see
+    /// `DetectorConfiguration.batchJoinedAfterStart`).
     public init(
         pid: Int32, options: MonitorOptions, fingerprints: StallFingerprintBook = StallFingerprintBook(),
-        log: @escaping (String) -> Void
+        joinedAfterStart: Bool = false, log: @escaping (String) -> Void
     ) throws {
         self.options = options
         self.appFrames = AppFrameRule(patterns: options.appFramePatterns)
@@ -158,12 +160,13 @@ public final class StallMonitor {
             tid: inspector.pid, mode: options.loopTurns, hasLoopProbe: loopProbe != nil, log: log)
         if options.loopTurns == .stackRule { loopProbe = nil }
         // A process attached to long after it started is past its launch: use the loop threshold.
-        detector = StallDetector(
-            configuration: DetectorConfiguration(
-                threshold: options.threshold, launchThreshold: options.launchThreshold,
-                sampleInterval: options.sampleInterval,
-                startsInLaunchPhase: age.map { $0 < options.launchThreshold || options.batchThreshold != nil } ?? false,
-                loopTurnEvidence: turnTracker.evidence, batchThreshold: options.batchThreshold))
+        var configuration = DetectorConfiguration(
+            threshold: options.threshold, launchThreshold: options.launchThreshold,
+            sampleInterval: options.sampleInterval,
+            startsInLaunchPhase: age.map { $0 < options.launchThreshold || options.batchThreshold != nil } ?? false,
+            loopTurnEvidence: turnTracker.evidence, batchThreshold: options.batchThreshold)
+        configuration.batchJoinedAfterStart = joinedAfterStart
+        detector = StallDetector(configuration: configuration)
         wallClockOffset = Date().timeIntervalSince1970 - MonotonicTime.seconds()
         identity = ProgramIdentity(of: inspector, redactArgv: options.redactArgv, unit: options.unit)
         var host = [UInt8](repeating: 0, count: 256)
@@ -532,13 +535,15 @@ public final class StallMonitor {
         guard let stat = probe.stat() else {
             // Reaped already: the wrapper (the command's parent, or the subreaper of orphans)
             // noted how it ended.
-            if ReapedExitLedger.shared.peek(pid: inspector.pid)?.signal == 0 { detector.noteExit() }
+            if let reaped = ReapedExitLedger.shared.peek(pid: inspector.pid) {
+                if reaped.signal == 0 { detector.noteExit() } else { detector.noteKilled() }
+            }
             return ThreadObservation(time: now, activity: .gone)
         }
         // A zombie says how it ended until its parent reaps it: by its own exit, a stall keeps
         // its reason (issue 25: a test whose last act was a sleep did not die).
-        if stat.state == "Z" || stat.state == "X", let code = stat.exitCode, code & 0x7f == 0 {
-            detector.noteExit()
+        if stat.state == "Z" || stat.state == "X", let code = stat.exitCode {
+            if code & 0x7f == 0 { detector.noteExit() } else { detector.noteKilled() }
         }
         if identity.moved(name: stat.name, startStack: stat.startStack) { checkIdentity(at: now) }
         let sched = probe.schedstat()

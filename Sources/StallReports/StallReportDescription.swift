@@ -52,6 +52,7 @@ enum StallReportDescription {
         switch report.ending.flatMap(StallEnding.init(rawValue:)) {
         case .targetDied?: return "then the process died"
         case .targetExited?: return "then the process exited"
+        case .targetEnded?: return "then the process ended (not the agent's child: whether by exit or signal is unknown)"
         case .monitoringStopped?: return "still busy when monitoring stopped"
         case .returnedToIdle?, nil: return "not terminated"
         }

@@ -17,6 +17,7 @@ public enum StallSummaryLine {
         switch r.ending.flatMap(StallEnding.init(rawValue:)) {
         case .targetDied?: notes.append("died")
         case .targetExited?: notes.append("then exited")
+        case .targetEnded?: notes.append("then ended")
         case .monitoringStopped?: notes.append("monitoring stopped")
         case .returnedToIdle?, nil: break
         }

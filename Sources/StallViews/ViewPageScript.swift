@@ -454,6 +454,7 @@ enum ViewPageScript {
             kv(facts, "Threshold", d.threshold !== undefined && d.threshold !== null ? dur(d.threshold) : "none (launch)");
             var ENDINGS = { returnedToIdle: "the loop turned again", targetDied: "the process died while stalled",
                             targetExited: "the process exited while stalled (its work ended with it)",
+                            targetEnded: "the process ended while stalled (not the agent's child: exit or signal unknown)",
                             monitoringStopped: "the agent stopped watching first: the duration is a lower bound" };
             kv(facts, "Ended", s.ongoing ? "still going when the report was written" : ENDINGS[d.ending] || d.ending);
             kv(facts, "Termination", d.termination);

@@ -254,7 +254,7 @@ public final class CommandRunner {
                 continue
             }
             do {
-                let monitor = try StallMonitor(pid: pid, options: options.monitor, log: log)
+                let monitor = try StallMonitor(pid: pid, options: options.monitor, joinedAfterStart: pid != child, log: log)
                 monitor.begin(at: now)
                 monitors[pid] = monitor
             } catch StallAgentError.permissionDenied {

@@ -82,6 +82,21 @@ import Glibc
         #expect(!written.contains { $0.functions.contains { $0.hasPrefix("fast_test_") } }, "a fast test was reported")
     }
 
+    /// The same runner under a shell: a descendant is watched only once it has lived half the
+    /// threshold, so its first sample is already inside the first slow test. That sample is not
+    /// its start-up and teaches no runner frames (issue 27: `sleepy_test` went unreported).
+    @Test func cRunnerUnderAShellGetsEveryReport() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("batch-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let result = try runCommand(agent, ["--report-dir", dir, "--", "/bin/sh", "-c", "'\(fixtures)' batch; true"], timeout: 120)
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(summaries(result.stderr).map(\.function) == ["sleepy_test", "spinning_test", "deadlock_test"], "\(result.stderr)")
+        let written = try reports(in: dir)
+        #expect(written.count == 3)
+        #expect(written.allSatisfy { $0.phase == "batch" && $0.processName == "stall-fixtures" })
+        #expect(!written.contains { $0.functions.contains { $0.hasPrefix("fast_test_") } }, "a fast test was reported")
+    }
+
     /// `--batch-threshold` above the slow tests' length: nothing is reported.
     @Test func batchThresholdApplies() throws {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("batch-\(UUID().uuidString)").path
@@ -99,7 +114,11 @@ import Glibc
         #expect(result.status == 4)
         let written = try reports(in: dir)
         #expect(!written.contains { $0.processName == "sh" }, "the waiting shell was reported")
+        // Found after its start (a descendant), the sleep is the stall; it ended when its parent
+        // reaped it, unseen by the agent: blocked, then ended, not died.
+        #expect(written.count == 1, "\(written.map(\.processName))")
         #expect(written.allSatisfy { $0.processName == "sleep" && $0.reason == "blocked" }, "\(written.map(\.processName))")
+        #expect(result.stderr.contains("then ended"), "\(result.stderr)")
     }
 
     static let pytestSuite = """

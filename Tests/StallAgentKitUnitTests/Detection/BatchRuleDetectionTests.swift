@@ -397,6 +397,41 @@ struct BatchRuleDetectionTests {
         #expect(StallDetector.boundary(after: nil, seenAt: 1.25, activityChange: 1.1, changes: 1) == 1.25)
     }
 
+    /// A batch process found after its start-up (`batchJoinedAfterStart`): its first sample,
+    /// already in a slow test, is timed as that test; found at start, the same sample would be
+    /// taken for start-up. Its end unseen (not the agent's child) keeps the reason
+    /// (`targetEnded`); a known kill is a death.
+    @Test func aProcessFoundLateHasItsFirstSampleTimed() throws {
+        for (late, killed) in [(true, false), (true, true), (false, false)] {
+            var configuration = DetectorConfiguration(
+                threshold: 1, launchThreshold: .infinity, loopTurnEvidence: .kernelCounter, batchThreshold: 1)
+            configuration.batchJoinedAfterStart = late
+            var d = StallDetector(configuration: configuration)
+            var events: [DetectorEvent] = []
+            for tick in 0..<200 {
+                let now = Double(tick) * 0.01
+                events += d.observe(ThreadObservation(time: now, activity: .blockedCall, cpuNanos: 0))
+                if d.wantsSample(at: now) {
+                    let frames = Self.stack(Self.runner + ["sleepy_test", "nanosleep"])
+                    events += d.record(StackSample(time: now, activity: .blockedCall, frames: frames))
+                }
+            }
+            if killed { d.noteKilled() }
+            events += d.observe(ThreadObservation(time: 2.0, activity: .gone, cpuNanos: 0))
+            let stalls = ended(events)
+            guard late else {
+                #expect(stalls.isEmpty, "found at start: \(stalls.map(\.duration))")
+                continue
+            }
+            let stall = try #require(stalls.first)
+            #expect(stalls.count == 1)
+            #expect(stall.heaviestStack?.frames.map(\.function).contains("sleepy_test") == true)
+            #expect(stall.ending == (killed ? .targetDied : .targetEnded))
+            #expect(stall.reason == (killed ? .died : .blocked))
+            #expect(stall.duration > 1.9)
+        }
+    }
+
     /// exec: the new program's own start-up frames are its runner frames.
     @Test func execStartsAfresh() {
         var d = detector()
