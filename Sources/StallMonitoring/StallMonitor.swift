@@ -51,6 +51,8 @@ public final class StallMonitor {
     private var killPolicy: KillPolicy?
     private var lastFrozenCheck: (time: Double, frozen: Bool)?
     private var firstWritten: [Int: Double] = [:]
+    /// Final revisions a full disk refused, tried again (see the type).
+    private var unwrittenFinals = FinalReportRetry()
     /// The other tracer that refused our captures, and what reports say about it.
     private var tracedBy: Int32?
     private var samplingNote: String?
@@ -332,7 +334,20 @@ public final class StallMonitor {
             for notice in InflationBudget.shared.drainNotices() { log("stallagent: " + notice) }
         }
         if health == nil || now - health!.time >= Self.healthInterval { recordLoopHealth(at: now) }
+        if !unwrittenFinals.isEmpty { retryFinalReports(at: now, final: false) }
         return true
+    }
+
+    private func retryFinalReports(at now: Double, final: Bool) {
+        let (written, abandoned) = unwrittenFinals.retry(at: now, final: final, writer: writer)
+        for (entry, paths) in written {
+            log("stallagent: stall #\(entry.id): final report written now that there is room → \(paths.text)")
+            writer.finished(pid: inspector.pid, id: entry.id)
+        }
+        for entry in abandoned {
+            log(FinalReportRetry.abandonedMessage(entry))
+            writer.finished(pid: inspector.pid, id: entry.id)
+        }
     }
 
     private func recordLoopHealth(at now: Double) {
@@ -458,6 +473,7 @@ public final class StallMonitor {
         // The last stretch of loop health, up to the exit (`stop` wrote it for a watch that ended).
         if let last = health, MonotonicTime.seconds() - last.time >= 1 { recordLoopHealth(at: MonotonicTime.seconds()) }
         inspector.capturer.reapPending(final: true)
+        retryFinalReports(at: MonotonicTime.seconds(), final: true)
         // Final reports still waiting on debuginfod downloads: a short wait, not the whole
         // deadline, so a hung server cannot hold up a wrapped command's exit for long.
         DebuginfodFollowUp.drain(timeout: min(Debuginfod.shared.maxSeconds, 10))
@@ -1074,7 +1090,22 @@ public final class StallMonitor {
             log("stallagent: warning: stall #\(snapshot.id): report written without \(failures.joined(separator: "; "))")
         } catch {
             // A full disk must not stop the watch: warn, keep monitoring, try again next update.
-            log("stallagent: warning: could not write the report for stall #\(snapshot.id): \(error)")
+            guard !snapshot.ongoing else {
+                log("stallagent: warning: could not write the report for stall #\(snapshot.id): \(error)")
+                return report
+            }
+            // The last revision: no next update will come, and the file on disk says "ongoing".
+            let stale = reportPaths[snapshot.id]
+            log(
+                "stallagent: warning: could not write the final report for stall #\(snapshot.id): \(error); "
+                    + (stale.map { "\($0.text) still shows it ongoing; " } ?? "")
+                    + "trying again every \(Format.seconds(FinalReportRetry.interval))")
+            let entry = FinalReportRetry.Pending(
+                id: snapshot.id, report: report, folded: folded, stale: stale, error: "\(error)")
+            if let dropped = unwrittenFinals.add(entry, at: MonotonicTime.seconds()) {
+                log(FinalReportRetry.abandonedMessage(dropped))
+                writer.finished(pid: inspector.pid, id: dropped.id)
+            }
         }
         return report
     }
@@ -1098,7 +1129,9 @@ public final class StallMonitor {
         reportPaths[snapshot.id] = nil
         firstWritten[snapshot.id] = nil
         terminations[snapshot.id] = nil
-        writer.finished(pid: inspector.pid, id: snapshot.id)
+        // A final revision waiting for room keeps the writer's record of the stale one, which
+        // the retry replaces (and removes, if the name changed with the reason).
+        if !unwrittenFinals.holds(snapshot.id) { writer.finished(pid: inspector.pid, id: snapshot.id) }
         lockOwners[snapshot.id] = nil
     }
 

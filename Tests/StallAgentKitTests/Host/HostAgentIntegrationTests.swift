@@ -353,6 +353,52 @@ import Glibc
         #expect(leftovers.isEmpty, "\(leftovers)")
     }
 
+    /// The disk fills while a stall is on: its final revision cannot replace the "ongoing" one.
+    /// It is kept and tried again, and once there is room the file on disk is the true report,
+    /// not a stall that never ended (issue 27).
+    @Test func aFinalReportRefusedByAFullDiskIsWrittenOnceThereIsRoom() throws {
+        guard getuid() == 0 else { try Test.cancel("mounting a tiny tmpfs needs root") }
+        let mountPoint = try temporaryDirectory("refill")
+        defer { try? FileManager.default.removeItem(atPath: mountPoint) }
+        let mount = try runCommand(URL(fileURLWithPath: "/bin/mount"), ["-t", "tmpfs", "-o", "size=1m", "tmpfs", mountPoint])
+        guard mount.status == 0 else { try Test.cancel("cannot mount a tmpfs here: \(mount.stderr)") }
+        defer { _ = try? runCommand(URL(fileURLWithPath: "/bin/umount"), [mountPoint]) }
+        let reports = mountPoint + "/reports"
+        let fixture = try FixtureProcess(["loop", "--script", "spin:3", "--gap", "0.5"])
+        let (process, stderrPath) = try startAgent([
+            "--pid", "\(fixture.pid)", "--report-dir", reports, "--duration", "40s", "--launch-threshold", "1s",
+        ])
+        defer { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
+        func stderr() -> String { (try? String(contentsOfFile: stderrPath, encoding: .utf8)) ?? "" }
+        func waitFor(_ what: String, seconds: Double) -> Bool {
+            let deadline = Date().addingTimeInterval(seconds)
+            while Date() < deadline {
+                if stderr().contains(what) { return true }
+                usleep(50_000)
+            }
+            return false
+        }
+        #expect(waitFor("detected", seconds: 15), "\(stderr())")
+        // The ongoing revision is on disk; then nothing more fits.
+        let text = { (try? FileManager.default.contentsOfDirectory(atPath: reports))?.first { $0.hasSuffix(".txt") } }
+        let deadline = Date().addingTimeInterval(5)
+        while text() == nil, Date() < deadline { usleep(20_000) }
+        let name = try #require(text(), "no ongoing report: \(stderr())")
+        _ = try runCommand(URL(fileURLWithPath: "/bin/dd"), ["if=/dev/zero", "of=\(mountPoint)/fill", "bs=4k"])
+        #expect(waitFor("could not write the final report for stall #1", seconds: 15), "\(stderr())")
+        let stale = try String(contentsOfFile: reports + "/" + name, encoding: .utf8)
+        #expect(stale.contains("ongoing"), "\(stale)")
+        try FileManager.default.removeItem(atPath: mountPoint + "/fill")
+        #expect(waitFor("final report written now that there is room", seconds: 15), "\(stderr())")
+        kill(process.processIdentifier, SIGTERM)
+        #expect(finish(process) == 0, "\(stderr())")
+        let files = try FileManager.default.contentsOfDirectory(atPath: reports)
+        let final = try files.filter { $0.hasSuffix(".txt") }.map { try String(contentsOfFile: reports + "/" + $0, encoding: .utf8) }
+        #expect(final.count == 1, "\(files)")
+        #expect(final.allSatisfy { $0.contains("(ended)") && !$0.contains("ongoing") }, "\(final)")
+        #expect(!files.contains { $0.hasPrefix(".") }, "\(files)")
+    }
+
     @Test func metricsAreServedOverHTTP() throws {
         let fixture = try FixtureProcess(["idle"])
         let dir = try temporaryDirectory("listen")
