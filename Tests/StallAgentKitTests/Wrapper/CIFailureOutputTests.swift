@@ -84,9 +84,12 @@ import Glibc
         #expect(run.junit.failures.count == run.junit.testcases, "a timed-out run has no passing testcase")
         #expect(timeouts.contains { $0.text.contains("sleep_forever") }, "the stack is in the failure text")
 
-        #expect(run.stdout.hasPrefix("partial line\n::error title=stallagent%3A --timeout 3.00 s expired::"), "\(run.stdout)")
+        #expect(run.stdout.hasPrefix("partial line\n::error title="), "\(run.stdout)")
+        // The fixture, a descendant asleep for good, is also a blocked stall of its own (issue
+        // 27: found after its start, it is no longer taken for a runner), which the timeout ends.
         let errors = run.stdout.split(separator: "\n").filter { $0.hasPrefix("::error ") }
-        #expect(errors.count == timeouts.count)
+        #expect(errors.filter { $0.hasPrefix("::error title=stallagent%3A --timeout 3.00 s expired::") }.count == timeouts.count, "\(errors)")
+        #expect(errors.count == run.junit.failures.count, "\(errors)")
         #expect(errors.contains { $0.contains("sleep_forever") }, "\(errors)")
 
         #expect(run.summary.contains("❌"), "\(run.summary)")
