@@ -124,6 +124,9 @@ public final class CommandRunner {
         signal(SIGPIPE, SIG_IGN)
         ownGroup = CommandRunner.commandGetsOwnGroup
         child = try spawn()
+        // After the spawn: the command keeps the limit it was given (a program using select()
+        // breaks on descriptors past 1024); the agent needs several per watched process.
+        OpenFileLimit.raiseToHardLimit()
         let start = MonotonicTime.seconds()
         var nextDiscovery = start
         var terminateSentAt: Double?
@@ -177,6 +180,7 @@ public final class CommandRunner {
         outcome.snapshots = snapshots
         outcome.expiredTimeout = timedOut ? options.timeout : nil
         outcome.unwatched = unwatched
+        outcome.unwatchedForDescriptors = shortOfDescriptors.map { (name: $0.value, pid: $0.key) }.sorted { $0.pid < $1.pid }
         // The command's status passes through whatever its value; 125 only when the agent
         // lost it (it cannot, short of a bug, but it must not invent a status).
         if outcome.isFailure {
@@ -253,6 +257,14 @@ public final class CommandRunner {
             if pid != child, !options.follow.isEmpty, !options.follow.contains(where: { stat.name.contains($0) }) {
                 continue
             }
+            // Past the open-file limit a monitor cannot open its files: a run of hundreds of
+            // processes keeps what it needs to report the ones it watches, and says which it
+            // does not (issue 27). Looked at again at the next discovery.
+            if OpenFileLimit.nearlyExhausted(reserve: CommandRunner.descriptorReserve) {
+                noteDescriptorShortage(pid: pid, name: stat.name)
+                continue
+            }
+            shortOfDescriptors[pid] = nil
             do {
                 let monitor = try StallMonitor(pid: pid, options: options.monitor, joinedAfterStart: pid != child, log: log)
                 monitor.begin(at: now)
@@ -270,6 +282,23 @@ public final class CommandRunner {
     }
 
     private var unwatched: [(name: String, pid: Int32)] = []
+
+    /// Descriptors kept free for discovery, reports and the outputs: a watched process holds
+    /// about four.
+    static let descriptorReserve = 64
+    /// Processes of the run not watched for want of descriptors, by name (while they are not).
+    private var shortOfDescriptors: [Int32: String] = [:]
+    private var saidShortOfDescriptors = false
+
+    private func noteDescriptorShortage(pid: Int32, name: String) {
+        shortOfDescriptors[pid] = name
+        guard !saidShortOfDescriptors else { return }
+        saidShortOfDescriptors = true
+        log(
+            "stallagent: the open-file limit (\(OpenFileLimit.soft)) leaves no descriptors to watch \(name.terminalSafe) [\(pid)]: "
+                + "it and further processes of the run are watched only as others end, and the summary counts "
+                + "those never watched (raise the hard limit: ulimit -Hn, LimitNOFILE=)")
+    }
 
     /// Says the first few refusals and counts the rest (a suite that runs `sudo` per test
     /// must not flood the log).

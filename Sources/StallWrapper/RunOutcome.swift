@@ -21,6 +21,8 @@ public struct RunOutcome: Sendable {
     /// Processes of the run the agent was not permitted to watch (name, pid), the command's
     /// own first when it was one of them.
     public var unwatched: [(name: String, pid: Int32)] = []
+    /// Processes of the run never watched because the agent's open-file limit was reached.
+    public var unwatchedForDescriptors: [(name: String, pid: Int32)] = []
 
     public var stalls: [MonitorSummary.Stall] { summaries.flatMap(\.stalls) }
 
@@ -44,6 +46,10 @@ extension RunOutcome {
         if !unwatched.isEmpty {
             let names = Set(unwatched.map(\.name)).sorted().prefix(3).map(\.terminalSafe).joined(separator: ", ")
             line += "; \(unwatched.count) not watched (permission denied: \(names))"
+        }
+        if !unwatchedForDescriptors.isEmpty {
+            let names = Set(unwatchedForDescriptors.map(\.name)).sorted().prefix(3).map(\.terminalSafe).joined(separator: ", ")
+            line += "; \(unwatchedForDescriptors.count) not watched (open-file limit: \(names))"
         }
         let share = wallSeconds > 0 ? 100 * agentCPUSeconds / wallSeconds : 0
         line += String(format: "; agent %.1f %% CPU", share)

@@ -38,4 +38,33 @@ import Glibc
         #expect(total.map { $0 + watched } == 61, "watched \(watched), not watched \(String(describing: total)): \(result.stderr.suffix(2000))")
         #expect(!result.stderr.contains("no syscall tracepoints"), "\(result.stderr.suffix(2000))")
     }
+
+    /// The same for a wrapped command: `run` keeps the reserve too, says once that it is short,
+    /// and its summary line counts the processes it never watched.
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/prlimit")))
+    func attack20_aWrappedRunPastTheOpenFileLimitWatchesWhatFitsAndCountsTheRest() throws {
+        let scratch = try HostileScratch("run-descriptors")
+        let fixtures = FixtureProcess.executableURL.path
+        // Idle workers and a waiting supervisor: no stall to report (the batch threshold is
+        // above the run), only processes to watch, from half the loop threshold of age.
+        let script = "'\(fixtures)' spawner 60 >/dev/null & p=$!; sleep 4; kill $p; wait $p"
+        let result = try runCommand(
+            URL(fileURLWithPath: "/usr/bin/prlimit"),
+            [
+                "--nofile=150:150", agent.path, "--report-dir", scratch.path("reports"), "--threshold", "1s",
+                "--batch-threshold", "30s", "--", "/bin/sh", "-c", script,
+            ], timeout: 60)
+        #expect(result.status == 0, "\(result.stderr.suffix(2000))")
+        let said = result.stderr.split(separator: "\n").filter { $0.contains("the open-file limit (150) leaves no descriptors") }
+        #expect(said.count == 1, "\(result.stderr.suffix(2000))")
+        // "0 stalls over 4.1 s of sh and 29 children; 32 not watched (open-file limit: stall-fixtures); agent …"
+        let summary = try #require(result.stderr.split(separator: "\n").last { $0.contains(" stalls over ") }, "\(result.stderr)")
+        let words = summary.split(separator: " ")
+        let children = words.firstIndex(of: "children;").flatMap { Int(words[$0 - 1]) } ?? 0
+        let notWatched = words.firstIndex(of: "watched").flatMap { $0 >= 2 && words[$0 - 1] == "not" ? Int(words[$0 - 2]) : nil } ?? 0
+        #expect(children >= 10, "\(summary)")
+        #expect(notWatched > 0 && summary.contains("(open-file limit: stall-fixtures)"), "\(summary)")
+        // The supervisor, its 60 workers and the shell's `sleep 4`: each watched or counted.
+        #expect(children + notWatched == 62, "\(summary)")
+    }
 }
