@@ -105,7 +105,7 @@ public final class ThreadCapturer {
                 ?? (try? ProcFS.readText("/proc/\(pid)/task/\(tid)/syscall", pid: pid)).flatMap { ProcSyscallInfo.parse($0) }
         }
         let schedBefore = schedstat()
-        let stack = copyStack(pid: pid, sp: sp, stackEnd: stackEnd)
+        let stack = copyStack(pid: tid, sp: sp, stackEnd: stackEnd)
         // Read before the re-check: if the thread moved, the chain may be torn too.
         let chain = stack.isEmpty ? nil : interpreter?(tid)
         guard !stack.isEmpty, syscall() == info, schedstat() == schedBefore else { return nil }
@@ -153,7 +153,7 @@ public final class ThreadCapturer {
         if sa_ptrace_seize(tid, 0) != 0 {
             throw seizeError(errno, pid: pid, tid: tid)
         }
-        let readBefore = warmStackCopy(pid: pid, tid: tid)
+        let readBefore = warmStackCopy(pid: tid, tid: tid)
         let start = MonotonicTime.nanos()
         sa_capture_window_begin()
         defer { sa_capture_window_end() }
@@ -181,7 +181,7 @@ public final class ThreadCapturer {
         let checkable =
             gotRegisters && copyingAfterResume && options.copiesStackAfterResume
             && readBefore.map { sp >= $0.start && sp - $0.start < UInt64($0.count) } == true
-        var copied = gotRegisters && !checkable ? copyStackToScratch(pid: pid, sp: sp, stackEnd: stackEnd) : 0
+        var copied = gotRegisters && !checkable ? copyStackToScratch(pid: tid, sp: sp, stackEnd: stackEnd) : 0
         // Pointers only (a few small reads): code objects are named after the resume.
         let chain = gotRegisters ? interpreter?(tid) : nil
         let detached = sa_ptrace_detach(tid, pendingSignal) == 0
@@ -190,7 +190,7 @@ public final class ThreadCapturer {
         guard gotRegisters else { throw StallAgentError.targetExited(pid: pid) }
         var changedWords: Set<Int> = []
         if checkable, let readBefore {
-            copied = copyStackToScratch(pid: pid, sp: sp, stackEnd: stackEnd)
+            copied = copyStackToScratch(pid: tid, sp: sp, stackEnd: stackEnd)
             guard copied > 0 else { throw StallAgentError.targetExited(pid: pid) }
             (copied, changedWords) = compareWithBefore(sp: sp, copied: copied, before: readBefore)
         }
@@ -317,6 +317,9 @@ public final class ThreadCapturer {
         }
     }
 
+    /// Stack copies read through the captured thread's own id, not the process's: every
+    /// thread shares the memory, and a leader that called `pthread_exit` is a zombie with
+    /// none, through which `dump --all-threads` read nothing of the threads running on.
     private func copyStack(pid: Int32, sp: UInt64, stackEnd: (UInt64) -> UInt64?) -> [UInt8] {
         let n = copyStackToScratch(pid: pid, sp: sp, stackEnd: stackEnd)
         return n > 0 ? Array(scratch.bytes[0..<n]) : []

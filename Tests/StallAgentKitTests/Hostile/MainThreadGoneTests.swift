@@ -48,6 +48,8 @@ import Glibc
         let all = try runCommand(agent, ["dump", "--all-threads", "--pid", "\(pid)"], timeout: 30)
         #expect(all.status == 0, "\(all.stderr)")
         #expect(all.stdout.contains("clock_nanosleep"), "\(all.stdout)")
+        // Whole stacks: read through the thread, not the zombie leader (which has no memory).
+        #expect(all.stdout.contains("worker") && all.stdout.contains("start_thread"), "\(all.stdout)")
         #expect(!all.stdout.contains("tid \(pid) "), "\(all.stdout)")
 
         let pidfile = scratch.path("headless.pid")
