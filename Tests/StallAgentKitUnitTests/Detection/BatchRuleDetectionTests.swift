@@ -432,6 +432,33 @@ struct BatchRuleDetectionTests {
         }
     }
 
+    /// A 4 s busy loop in `node` with no perf map: the function runs as bytecode (a
+    /// `Builtins_InterpreterEntryTrampoline` frame), then V8 compiles it in place (an unnamed
+    /// address at the same stack slot), and the runtime frames above it serving `Date.now()`
+    /// differ from sample to sample. One hang of its whole length, not pieces.
+    @Test func anUnnamedJavaScriptLoopIsOneHangAcrossItsRecompilation() throws {
+        var d = detector()
+        let runner = ["_start", "main", "node::Start", "uv_run", "node::Environment::RunTimers", "Builtins_JSEntry"]
+        let leaves = ["v8::base::Time::Now()", "v8::base::Time::ToJsTime() const", "gettimeofday"]
+        let (events, _) = drive(&d, ticks: 0..<500) { tick in
+            if tick == 0 { return (.running, Self.stack(["_start", "_dl_start"])) }
+            if tick >= 400 { return (.idle, Self.stack(runner.dropLast(2) + ["uv__io_poll", "epoll_wait"])) }
+            var frames = Self.stack(
+                runner + ["Builtins_InterpreterEntryTrampoline", "Builtins_CEntry_Return1", "Runtime_DateCurrentTime", leaves[tick % 3]])
+            if tick >= 150, let busy = frames.firstIndex(where: { $0.function == "Builtins_InterpreterEntryTrampoline" }) {
+                frames[busy].function = "?+0x7fde8800ba58"
+                frames[busy].module = "?"
+                frames[busy].address = 0x7fde_8800_ba58
+            }
+            return (.running, frames)
+        }
+        let stalls = ended(events)
+        #expect(stalls.count == 1, "\(stalls.map { ($0.stallFrame?.function ?? "?", $0.startTime, $0.duration) })")
+        let stall = try #require(stalls.first)
+        #expect(stall.reason == .hang)
+        #expect(abs(stall.duration - 3.99) <= 0.1, "\(stall.duration)")
+    }
+
     /// exec: the new program's own start-up frames are its runner frames.
     @Test func execStartsAfresh() {
         var d = detector()
