@@ -356,7 +356,7 @@ import Glibc
     /// The disk fills while a stall is on: its final revision cannot replace the "ongoing" one.
     /// It is kept and tried again, and once there is room the file on disk is the true report,
     /// not a stall that never ended (issue 27).
-    @Test func aFinalReportRefusedByAFullDiskIsWrittenOnceThereIsRoom() throws {
+    @Test func attack22_aFinalReportRefusedByAFullDiskIsWrittenOnceThereIsRoom() throws {
         guard getuid() == 0 else { try Test.cancel("mounting a tiny tmpfs needs root") }
         let mountPoint = try temporaryDirectory("refill")
         defer { try? FileManager.default.removeItem(atPath: mountPoint) }
