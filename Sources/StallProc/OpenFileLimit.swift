@@ -27,6 +27,11 @@ public enum OpenFileLimit {
         return limit.rlim_cur > UInt64(Int32.max) ? Int(Int32.max) : Int(limit.rlim_cur)
     }
 
+    /// Descriptors a watch of many processes (the host agent's families, a wrapped command's
+    /// descendants) keeps free for discovery, reports and its outputs before it takes on
+    /// another process: a watched process holds about four.
+    public static let watchReserve = 64
+
     /// True when fewer than `reserve` descriptors are left below the soft limit, judged by the
     /// lowest free one (descriptors are handed out lowest first, so every one below it is in
     /// use): a watch of many processes stops taking new ones there, names them, and keeps

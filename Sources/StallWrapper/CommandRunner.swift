@@ -260,7 +260,7 @@ public final class CommandRunner {
             // Past the open-file limit a monitor cannot open its files: a run of hundreds of
             // processes keeps what it needs to report the ones it watches, and says which it
             // does not (issue 27). Looked at again at the next discovery.
-            if OpenFileLimit.nearlyExhausted(reserve: CommandRunner.descriptorReserve) {
+            if OpenFileLimit.nearlyExhausted(reserve: OpenFileLimit.watchReserve) {
                 noteDescriptorShortage(pid: pid, name: stat.name)
                 continue
             }
@@ -283,9 +283,6 @@ public final class CommandRunner {
 
     private var unwatched: [(name: String, pid: Int32)] = []
 
-    /// Descriptors kept free for discovery, reports and the outputs: a watched process holds
-    /// about four.
-    static let descriptorReserve = 64
     /// Processes of the run not watched for want of descriptors, by name (while they are not).
     private var shortOfDescriptors: [Int32: String] = [:]
     private var saidShortOfDescriptors = false

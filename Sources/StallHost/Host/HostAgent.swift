@@ -352,7 +352,7 @@ public final class HostAgent {
                 continue
             }
             guard TargetResolver.isLiveProcess(pid) else { continue }
-            if OpenFileLimit.nearlyExhausted(reserve: HostAgent.descriptorReserve) {
+            if OpenFileLimit.nearlyExhausted(reserve: OpenFileLimit.watchReserve) {
                 slot.refused[pid] = now + configuration.retryInterval
                 unwatchable = true
                 noteDescriptorRefusal(slot, pid: pid)
@@ -384,10 +384,6 @@ public final class HostAgent {
             }
         }
     }
-
-    /// Descriptors kept free for discovery, reports and the metrics when a family grows past
-    /// the open-file limit: a watched process holds about four.
-    static let descriptorReserve = 64
 
     /// Names each process left unwatched for want of descriptors, once, the first ten of
     /// them, then counts (the summary is said again when the count grows tenfold).

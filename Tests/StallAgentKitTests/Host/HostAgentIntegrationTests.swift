@@ -18,6 +18,24 @@ import Glibc
         return path
     }
 
+    /// A tmpfs of `size` on a fresh directory, for a disk that fills; the test is cancelled
+    /// where it cannot be mounted (not root, no tmpfs). `removeTmpfs` unmounts and removes it.
+    func tinyTmpfs(_ name: String, size: String) throws -> String {
+        guard getuid() == 0 else { try Test.cancel("mounting a tiny tmpfs needs root") }
+        let mountPoint = try temporaryDirectory(name)
+        let mount = try runCommand(URL(fileURLWithPath: "/bin/mount"), ["-t", "tmpfs", "-o", "size=\(size)", "tmpfs", mountPoint])
+        guard mount.status == 0 else {
+            try? FileManager.default.removeItem(atPath: mountPoint)
+            try Test.cancel("cannot mount a tmpfs here: \(mount.stderr)")
+        }
+        return mountPoint
+    }
+
+    func removeTmpfs(_ mountPoint: String) {
+        _ = try? runCommand(URL(fileURLWithPath: "/bin/umount"), [mountPoint])
+        try? FileManager.default.removeItem(atPath: mountPoint)
+    }
+
     /// Starts the agent with `environment` added and stderr in a file (so JOURNAL_STREAM can
     /// name it); returns the process and the stderr path.
     func startAgent(
@@ -329,12 +347,8 @@ import Glibc
     /// A full disk: the agent warns, keeps watching, leaves no temporary or partial files,
     /// and its summary says the report could not be written.
     @Test func aFullDiskIsSurvived() throws {
-        guard getuid() == 0 else { try Test.cancel("mounting a tiny tmpfs needs root") }
-        let mountPoint = try temporaryDirectory("full")
-        defer { try? FileManager.default.removeItem(atPath: mountPoint) }
-        let mount = try runCommand(URL(fileURLWithPath: "/bin/mount"), ["-t", "tmpfs", "-o", "size=16k", "tmpfs", mountPoint])
-        guard mount.status == 0 else { try Test.cancel("cannot mount a tmpfs here: \(mount.stderr)") }
-        defer { _ = try? runCommand(URL(fileURLWithPath: "/bin/umount"), [mountPoint]) }
+        let mountPoint = try tinyTmpfs("full", size: "16k")
+        defer { removeTmpfs(mountPoint) }
         _ = FileManager.default.createFile(atPath: mountPoint + "/fill", contents: Data(repeating: 0, count: 12 * 1024))
         let fixture = try FixtureProcess(["loop", "--script", "spin:1.3", "--gap", "0.3", "--exit-when-done"])
         let result = try runCommand(
@@ -357,12 +371,8 @@ import Glibc
     /// It is kept and tried again, and once there is room the file on disk is the true report,
     /// not a stall that never ended (issue 27).
     @Test func attack22_aFinalReportRefusedByAFullDiskIsWrittenOnceThereIsRoom() throws {
-        guard getuid() == 0 else { try Test.cancel("mounting a tiny tmpfs needs root") }
-        let mountPoint = try temporaryDirectory("refill")
-        defer { try? FileManager.default.removeItem(atPath: mountPoint) }
-        let mount = try runCommand(URL(fileURLWithPath: "/bin/mount"), ["-t", "tmpfs", "-o", "size=1m", "tmpfs", mountPoint])
-        guard mount.status == 0 else { try Test.cancel("cannot mount a tmpfs here: \(mount.stderr)") }
-        defer { _ = try? runCommand(URL(fileURLWithPath: "/bin/umount"), [mountPoint]) }
+        let mountPoint = try tinyTmpfs("refill", size: "1m")
+        defer { removeTmpfs(mountPoint) }
         let reports = mountPoint + "/reports"
         let fixture = try FixtureProcess(["loop", "--script", "spin:3", "--gap", "0.5"])
         let (process, stderrPath) = try startAgent([
