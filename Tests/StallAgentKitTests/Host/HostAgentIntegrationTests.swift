@@ -8,7 +8,7 @@ import Glibc
 
 /// The agent as systemd runs it: targets that restart, the journal, sd_notify, metrics,
 /// retention and fingerprint state across agent restarts — real processes, real ptrace.
-@Suite(.serialized) struct HostAgentIntegrationTests {
+@Suite(.serialized, .tags(.laneOne)) struct HostAgentIntegrationTests {
     let agent = FixtureProcess.stallagentURL
     let fixtures = FixtureProcess.executableURL.path
 
@@ -70,7 +70,7 @@ import Glibc
 
     /// A service that restarts: its pidfile names the new process, which is attached to and
     /// whose stall is reported; metrics count both runs and pass promtool.
-    @Test func pidfileTargetIsFollowedAcrossRestarts() throws {
+    @Test(.tags(.timed)) func pidfileTargetIsFollowedAcrossRestarts() throws {
         let dir = try temporaryDirectory("pidfile")
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let pidfile = dir + "/app.pid"
@@ -370,7 +370,7 @@ import Glibc
     /// The disk fills while a stall is on: its final revision cannot replace the "ongoing" one.
     /// It is kept and tried again, and once there is room the file on disk is the true report,
     /// not a stall that never ended (issue 27).
-    @Test func attack22_aFinalReportRefusedByAFullDiskIsWrittenOnceThereIsRoom() throws {
+    @Test(.tags(.hostile)) func attack22_aFinalReportRefusedByAFullDiskIsWrittenOnceThereIsRoom() throws {
         let mountPoint = try tinyTmpfs("refill", size: "1m")
         defer { removeTmpfs(mountPoint) }
         let reports = mountPoint + "/reports"

@@ -125,7 +125,7 @@ extension HostAgentIntegrationTests {
     /// A supervisor (a shell) with two workers, the second forked after the agent attached:
     /// each worker's stall is reported under its own pid, the shell waiting for its children
     /// gives nothing, and the agent ends when the whole family has exited.
-    @Test func followChildrenWatchesEveryWorkerAndNotTheSupervisor() throws {
+    @Test(.tags(.timed)) func followChildrenWatchesEveryWorkerAndNotTheSupervisor() throws {
         let dir = try temporaryDirectory("family")
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let worker = "'\(fixtures)' loop --script idle:1,spin:1.5 --gap 0.5 --exit-when-done"

@@ -11,7 +11,7 @@ import Glibc
 @Suite struct DescriptorBudgetTests {
     let agent = FixtureProcess.stallagentURL
 
-    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/prlimit")))
+    @Test(.tags(.hostile), .enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/prlimit"), "needs prlimit (util-linux)"))
     func attack19_aFamilyPastTheOpenFileLimitIsWatchedAsFarAsItFitsAndTheRestNamed() throws {
         let scratch = try HostileScratch("descriptors")
         let spawner = try FixtureProcess(["spawner", "60"], timeout: 60)
@@ -41,7 +41,7 @@ import Glibc
 
     /// The same for a wrapped command: `run` keeps the reserve too, says once that it is short,
     /// and its summary line counts the processes it never watched.
-    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/prlimit")))
+    @Test(.tags(.hostile), .enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/prlimit"), "needs prlimit (util-linux)"))
     func attack20_aWrappedRunPastTheOpenFileLimitWatchesWhatFitsAndCountsTheRest() throws {
         let scratch = try HostileScratch("run-descriptors")
         let fixtures = FixtureProcess.executableURL.path

@@ -15,7 +15,7 @@ import Glibc
         try text.write(toFile: path, atomically: false, encoding: .utf8)
     }
 
-    @Test(.enabled(if: canFreeze, "needs root and the cgroup v1 freezer at /sys/fs/cgroup/freezer"))
+    @Test(.tags(.hostile), .enabled(if: canFreeze, "needs root and the cgroup v1 freezer at /sys/fs/cgroup/freezer"))
     func attack14_frozenTimeIsNotAStallAndNoKill() throws {
         let group = Self.freezer + "/stallagent-test-\(UUID().uuidString.prefix(8))"
         try FileManager.default.createDirectory(atPath: group, withIntermediateDirectories: false)

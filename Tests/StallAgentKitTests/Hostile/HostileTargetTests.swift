@@ -14,14 +14,14 @@ import Glibc
 /// Issue 15: the watched process's owner attacks the (often root) agent through the files and
 /// strings it controls. Each test is named after its attack and runs it for real against the
 /// built agent; the tally of this suite is printed by `scripts/test`.
-@Suite(.serialized) struct HostileTests {
+@Suite(.serialized, .tags(.laneTwo)) struct HostileTests {
     let agent = FixtureProcess.stallagentURL
 
     // MARK: 1. SIGBUS through a truncated mapped file
 
     /// The guard itself: a mapped image whose file is truncated reads zeros past the new end
     /// instead of killing this (test) process, and says the file changed.
-    @Test func attack1_truncatedMappedImageReadsZerosInsteadOfSIGBUS() throws {
+    @Test(.tags(.hostile)) func attack1_truncatedMappedImageReadsZerosInsteadOfSIGBUS() throws {
         let scratch = try HostileScratch("sigbus-unit")
         let file = try scratch.fixtureCopy()
         let image = try ElfImage(path: file)
@@ -37,7 +37,7 @@ import Glibc
     /// The attack as reported: the owner renames another program over the running executable
     /// (maps then says "(deleted)"), waits for the agent to open the path, and truncates it.
     /// The agent must live on and must not lend the module the impostor's build-id.
-    @Test func attack1_executableRenamedOverAndTruncatedDoesNotKillTheAgent() throws {
+    @Test(.tags(.hostile)) func attack1_executableRenamedOverAndTruncatedDoesNotKillTheAgent() throws {
         let scratch = try HostileScratch("sigbus")
         let victim = try scratch.fixtureCopy()
         let originalBuildID = try ElfImage(path: victim).buildID
@@ -75,7 +75,7 @@ import Glibc
 
     /// The owner replaces the executable by a FIFO: opening it used to block the agent
     /// before it printed "watching".
-    @Test func attack2_moduleReplacedByFIFODoesNotBlockTheAgent() throws {
+    @Test(.tags(.hostile)) func attack2_moduleReplacedByFIFODoesNotBlockTheAgent() throws {
         let scratch = try HostileScratch("fifo")
         let victim = try scratch.fixtureCopy()
         let target = try FixtureProcess(
@@ -94,7 +94,7 @@ import Glibc
     }
 
     /// `symbolicate` on a report whose module path names a FIFO finishes instead of hanging.
-    @Test func attack2_symbolicateWithFIFOModulePathFinishes() throws {
+    @Test(.tags(.hostile)) func attack2_symbolicateWithFIFOModulePathFinishes() throws {
         let scratch = try HostileScratch("fifo-symbolicate")
         let victim = try scratch.fixtureCopy()
         let target = try FixtureProcess(
@@ -117,7 +117,7 @@ import Glibc
 
     /// A file system that never answers (what a hung NFS or FUSE mount does to open/read) is
     /// abandoned at the deadline: the caller gets nil and goes on.
-    @Test func attack2_fileWorkThatNeverAnswersIsAbandonedAtTheDeadline() throws {
+    @Test(.tags(.hostile)) func attack2_fileWorkThatNeverAnswersIsAbandonedAtTheDeadline() throws {
         let scratch = try HostileScratch("hang")
         let fifo = scratch.path("never")
         try #require(mkfifo(fifo, 0o600) == 0)
@@ -140,7 +140,7 @@ import Glibc
 
     /// Runaway recursion (300 frames) used to exceed the JSON encoder's depth and lose every
     /// format of the report, with a 145 KB error line.
-    @Test func attack3_deepRecursionStillWritesEveryFormat() throws {
+    @Test(.tags(.hostile)) func attack3_deepRecursionStillWritesEveryFormat() throws {
         let scratch = try HostileScratch("deep")
         let target = try FixtureProcess(["deep", "300"])
         defer { target.stop() }
@@ -173,7 +173,7 @@ import Glibc
 
     /// The owner names the executable (and so comm) and an argument with escape sequences,
     /// a carriage return and a newline that would forge a `stallagent:` line.
-    @Test func attack4_controlCharactersInNamesArgvAndPathsAreEscaped() throws {
+    @Test(.tags(.hostile)) func attack4_controlCharactersInNamesArgvAndPathsAreEscaped() throws {
         let scratch = try HostileScratch("escape")
         let evil = "ev\u{1b}[2J\u{1b}]0;pwned\u{07}\r\nstallagent: forged"
         let victim = scratch.path(evil)
@@ -285,13 +285,13 @@ import Glibc
         return (frozen, agentStopped)
     }
 
-    @Test func attack6_agentSIGSTOPpedMidWatchNeverLeavesTheTargetStopped() throws {
+    @Test(.tags(.hostile, .timed)) func attack6_agentSIGSTOPpedMidWatchNeverLeavesTheTargetStopped() throws {
         let (frozen, stopped) = try stopAgentRepeatedly(signal: SIGSTOP, rounds: 200)
         #expect(frozen == 0, "target left in t after \(frozen) of 200 stops")
         #expect(stopped == 200)
     }
 
-    @Test func attack6_agentCtrlZMidWatchNeverLeavesTheTargetStopped() throws {
+    @Test(.tags(.hostile, .timed)) func attack6_agentCtrlZMidWatchNeverLeavesTheTargetStopped() throws {
         let (frozen, stopped) = try stopAgentRepeatedly(signal: SIGTSTP, rounds: 100)
         #expect(frozen == 0, "target left in t after \(frozen) of 100 Ctrl-Z")
         // Ctrl-Z still stops the agent (deferred to the end of a capture at most).
@@ -300,7 +300,7 @@ import Glibc
 
     // MARK: 5. Secrets and permissions
 
-    @Test func attack5_secretLookingArgumentsAreRedacted() {
+    @Test(.tags(.hostile)) func attack5_secretLookingArgumentsAreRedacted() {
         let argv = [
             "server", "--password=hunter2", "--token", "hunter3", "PGPASSWORD=hunter4", "redis://u:hunter5@h:6379/0",
             "-phunter6", "-p", "hunter7", "--db-pass=hunter8", "--url=https://a:hunter9@example.com/x", "--port", "80",
@@ -319,7 +319,7 @@ import Glibc
 
     /// The owner starts a daemon with a password on its command line; the root agent's
     /// reports must not publish it, nor be readable by everyone.
-    @Test func attack5_reportsCarryNoArgvSecretsAndAreNotWorldReadable() throws {
+    @Test(.tags(.hostile)) func attack5_reportsCarryNoArgvSecretsAndAreNotWorldReadable() throws {
         let scratch = try HostileScratch("secrets")
         func watch(_ extra: [String]) throws -> (text: String, json: String, directory: String) {
             let target = Process()
@@ -370,7 +370,7 @@ import Glibc
 
     /// A link in any component, `..`, and directories others can write are refused (exit 73);
     /// the last component alone used to be checked.
-    @Test func attack7_reportDirectoryThroughALinkOrWritableByOthersIsRefused() throws {
+    @Test(.tags(.hostile)) func attack7_reportDirectoryThroughALinkOrWritableByOthersIsRefused() throws {
         let scratch = try HostileScratch("reportdir")
         let real = scratch.path("real")
         try FileManager.default.createDirectory(atPath: real, withIntermediateDirectories: true)
@@ -395,7 +395,7 @@ import Glibc
 
     /// Someone who could write the directory pre-creates a directory at the report's name:
     /// the report is written under another name instead of being lost.
-    @Test func attack7_directoryPrecreatedAtTheReportNameDoesNotSuppressTheReport() throws {
+    @Test(.tags(.hostile)) func attack7_directoryPrecreatedAtTheReportNameDoesNotSuppressTheReport() throws {
         let scratch = try HostileScratch("precreated")
         let directory = scratch.path("reports")
         let writer = try ReportWriter(directory: directory)
@@ -417,7 +417,7 @@ import Glibc
 
     /// A target stalling every second for months: the exit summary counts every stall but
     /// keeps only the longest `maxKeptStalls` (it grew by ~1 KB per stall, forever).
-    @Test func attack8_exitSummaryMemoryIsBoundedAcrossManyStalls() {
+    @Test(.tags(.hostile)) func attack8_exitSummaryMemoryIsBoundedAcrossManyStalls() {
         var summary = MonitorSummary(pid: 1, name: "t", watchedSeconds: 1000, reportDirectory: "r")
         for index in 0..<1000 {
             summary.record(
@@ -438,7 +438,7 @@ import Glibc
 
     /// One client sending a byte every 1.5 s used to hold the metrics listener (each byte
     /// reset its receive timeout) and block every scrape behind it.
-    @Test func attack8_slowMetricsClientBlocksNoScrape() throws {
+    @Test(.tags(.hostile)) func attack8_slowMetricsClientBlocksNoScrape() throws {
         let listener = try MetricsListener(address: "127.0.0.1:0", render: { "stallagent_up 1\n" })
         listener.start()
         defer { listener.stop() }
@@ -495,7 +495,7 @@ import Glibc
     /// A target already traced (strace) cannot be sampled with ptrace: said once, with the
     /// tracer, and every report says so instead of naming a stall from a stale stack. Where
     /// perf_event sampling is permitted, its running thread is sampled all the same.
-    @Test func attack8_alreadyTracedTargetIsReportedOnceAsUnsampled() throws {
+    @Test(.tags(.hostile)) func attack8_alreadyTracedTargetIsReportedOnceAsUnsampled() throws {
         guard FileManager.default.isExecutableFile(atPath: "/usr/bin/strace") else {
             try Test.cancel("strace is not installed (scripts/setup installs it)")
         }
@@ -552,7 +552,7 @@ import Glibc
     }
 
     /// After an exec, reports named the old program (name, path, build-id, command line).
-    @Test func attack8_execReloadsTheProcessIdentity() throws {
+    @Test(.tags(.hostile)) func attack8_execReloadsTheProcessIdentity() throws {
         let scratch = try HostileScratch("exec")
         let other = try scratch.fixtureCopy(named: "otherprog")
         // The exec waits for the agent's first look (a flag file): on a loaded machine a fixed
@@ -582,7 +582,7 @@ import Glibc
     /// A process that renames itself (prctl PR_SET_NAME) mid-stall is not an exec: the stall
     /// goes on as one, and its report takes the new name. (Python's heap moves the maps all
     /// the time, so a changed name beside changed maps was once taken for an exec.)
-    @Test func attack8_renameMidStallKeepsTheStallAndTakesTheName() throws {
+    @Test(.tags(.hostile)) func attack8_renameMidStallKeepsTheStallAndTakesTheName() throws {
         let scratch = try HostileScratch("rename")
         let target = try PythonTarget(
             """

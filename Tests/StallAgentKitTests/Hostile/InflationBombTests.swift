@@ -144,7 +144,7 @@ import Glibc
         return (stderr, peak)
     }
 
-    @Test(.enabled(if: geteuid() == 0 && FileManager.default.isExecutableFile(atPath: "/usr/bin/python3")))
+    @Test(.tags(.hostile), .enabled(if: geteuid() == 0 && FileManager.default.isExecutableFile(atPath: "/usr/bin/python3"), "needs root and /usr/bin/python3"))
     func attack9_decompressionBombsStayWithinTheAgentsBudget() throws {
         let clean = try watch(try build("clean", bombs: false), name: "clean")
         let bombed = try watch(try build("bombed", bombs: true), name: "bombed")

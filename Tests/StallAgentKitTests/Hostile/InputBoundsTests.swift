@@ -11,7 +11,7 @@ import Glibc
 @Suite struct InputBoundsTests {
     let agent = FixtureProcess.stallagentURL
 
-    @Test func attack18_hugeConfigurationsAndReportsAreRefusedAtOnceAndBriefly() throws {
+    @Test(.tags(.hostile)) func attack18_hugeConfigurationsAndReportsAreRefusedAtOnceAndBriefly() throws {
         let scratch = try HostileScratch("bounds")
 
         // 2 MB of targets: refused by its size, before any parsing.

@@ -13,7 +13,7 @@ import Glibc
     static let setpriv = "/usr/bin/setpriv"
     static var canRun: Bool { getuid() == 0 && FileManager.default.isExecutableFile(atPath: setpriv) }
 
-    @Test(.enabled(if: canRun, "needs root and setpriv (util-linux)"))
+    @Test(.tags(.hostile), .enabled(if: canRun, "needs root and setpriv (util-linux)"))
     func attack15_aKillWithoutCapKillIsRefusedAndSaid() throws {
         let target = try FixtureProcess(
             ["--reuid", "65534", "--regid", "65534", "--clear-groups", FixtureProcess.executableURL.path, "loop", "--script", "spin:6", "--gap", "0.2"],

@@ -25,7 +25,7 @@ import Glibc
         }
         """
 
-    @Test func attack17_aMainThreadThatCalledPthreadExitIsSaidAsSuch() throws {
+    @Test(.tags(.hostile)) func attack17_aMainThreadThatCalledPthreadExitIsSaidAsSuch() throws {
         let scratch = try HostileScratch("pthread-exit")
         let source = scratch.path("main.c")
         try Self.program.write(toFile: source, atomically: true, encoding: .utf8)
@@ -59,7 +59,7 @@ import Glibc
     }
 
     /// The same exit during a watch ended it as "until it exited".
-    @Test func attack17_aMainThreadThatExitsDuringAWatchIsSaidAsSuch() throws {
+    @Test(.tags(.hostile)) func attack17_aMainThreadThatExitsDuringAWatchIsSaidAsSuch() throws {
         let scratch = try HostileScratch("pthread-exit-later")
         let source = scratch.path("main.c")
         try Self.program.replacingOccurrences(of: "    pthread_exit(NULL);", with: "    sleep(1);\n    pthread_exit(NULL);")

@@ -14,7 +14,7 @@ import Glibc
 
     /// A FIFO stands in for the device: a writer blocked in open(2) is released the moment
     /// anyone opens it for reading, so whether the agent opened it shows.
-    @Test(.enabled(if: geteuid() == 0))
+    @Test(.tags(.hostile), .enabled(if: geteuid() == 0, "needs root (the agent as root is what is attacked)"))
     func attack10_debugLinkThroughALinkedDirectoryNeverOpensWhatIsNotARegularFile() throws {
         let scratch = try HostileScratch("debuglink")
         let app = scratch.path("app")
@@ -59,7 +59,7 @@ import Glibc
     /// `--metrics-file` and `--state-dir` below a directory the attacker owns: after the agent
     /// started, the attacker moves the real directories aside and plants links to a
     /// directory of root's. Root must keep writing where it started, never through the links.
-    @Test(.enabled(if: geteuid() == 0))
+    @Test(.tags(.hostile), .enabled(if: geteuid() == 0, "needs root (the agent as root is what is attacked)"))
     func attack11_metricsAndStateAreNotWrittenThroughLinksPlantedLater() throws {
         let scratch = try HostileScratch("planted")
         let attacker = scratch.path("attacker")

@@ -23,7 +23,7 @@ import Glibc
         chmod(path, mode)
     }
 
-    @Test(.enabled(if: getuid() == 0, "needs root to give files to another user"))
+    @Test(.tags(.hostile), .enabled(if: getuid() == 0, "needs root to give files to another user"))
     func attack16_onlyAPidfileNoOneElseCouldWriteIsTrusted() throws {
         let target = try FixtureProcess(["idle"])
         defer { target.stop() }
@@ -79,7 +79,7 @@ import Glibc
 
     /// End to end: a pidfile an unprivileged user wrote, naming a stalled root process, gets
     /// nothing watched and nothing killed, and says why.
-    @Test(.enabled(if: getuid() == 0, "needs root to give files to another user"))
+    @Test(.tags(.hostile), .enabled(if: getuid() == 0, "needs root to give files to another user"))
     func attack16_anUntrustedPidfileKillsNothing() throws {
         let target = try FixtureProcess(["loop", "--script", "spin:4", "--gap", "0.2"])
         defer { target.stop() }

@@ -10,7 +10,9 @@ import Glibc
 @Suite struct SilentFailureTests {
     let agent = FixtureProcess.stallagentURL
 
-    @Test(.enabled(if: geteuid() == 0 && FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv")))
+    @Test(
+        .tags(.hostile), .enabled(if: geteuid() == 0 && FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv"), "needs root and setpriv (util-linux)")
+    )
     func attack12_aSetuidProgramUnderRunIsNamedAndTheCommandsOwnGetsItsStatus() throws {
         let scratch = try HostileScratch("setuid")
         let program = try scratch.fixtureCopy(named: "suid-fixture")
@@ -45,7 +47,7 @@ import Glibc
     /// batch rule takes a process's first sample for its runner's frames, and a first sample
     /// already inside the sleep (a loaded agent attaching late) hid the stall.
     /// (1 run in 6 beside two hogs.)
-    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/python3")))
+    @Test(.tags(.hostile), .enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/python3"), "needs /usr/bin/python3"))
     func attack13_aFullNonBlockingStderrLosesNoStallLine() throws {
         let scratch = try HostileScratch("nonblocking")
         let script = """

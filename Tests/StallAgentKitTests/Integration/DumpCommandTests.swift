@@ -6,7 +6,7 @@ import Glibc
 #endif
 
 /// The `stallagent dump` command as a user types it: output and documented exit codes.
-@Suite(.serialized) struct DumpCommandTests {
+@Suite(.serialized, .tags(.laneOne)) struct DumpCommandTests {
     let agent = FixtureProcess.stallagentURL
 
     @Test func textDumpOfSpinningProcess() throws {

@@ -12,7 +12,7 @@ import Glibc
 
 /// Dumps every fixture mode under real ptrace and checks the stack, the state, and that the
 /// target is left running and untraced.
-@Suite(.serialized) struct DumpIntegrationTests {
+@Suite(.serialized, .tags(.timed)) struct DumpIntegrationTests {
     func functions(_ dump: ThreadDump) -> [String] { dump.frames.compactMap(\.function) }
 
     /// The expected names appear in this order (innermost first), not necessarily adjacent.

@@ -11,7 +11,7 @@ import Glibc
 /// the monitor counts the wait the loop was seen idle in, not all eight (each counter costs the
 /// target at every context switch).
 @Suite(.serialized) struct LoopTurnCounterTests {
-    @Test(.enabled(if: geteuid() == 0 && (try? LoopTurnCounter.tracepointIDs()) != nil))
+    @Test(.enabled(if: geteuid() == 0 && (try? LoopTurnCounter.tracepointIDs()) != nil, "needs root and the syscall tracepoints (tracefs)"))
     func countsTheGivenWaitsAndTakesMoreLater() throws {
         // `idle` waits in epoll_wait; each SIGUSR1 wakes it for one turn (eintr=N).
         let fixture = try FixtureProcess(["idle"])

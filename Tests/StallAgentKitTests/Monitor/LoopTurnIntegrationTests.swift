@@ -12,7 +12,7 @@ import Glibc
 /// never sleeps is not a stall, one slow turn inside it is, a wait nested inside work is a
 /// blocked call, and a process parked in sigsuspend is idle — with the kernel counters and
 /// with the stack rule.
-@Suite(.serialized) struct LoopTurnIntegrationTests {
+@Suite(.serialized, .tags(.timed)) struct LoopTurnIntegrationTests {
     struct LoggedStep: Decodable {
         var kind: String
         var start_mono: Double
@@ -105,7 +105,7 @@ import Glibc
     /// and a test runner never idles), or when a busy episode is half a threshold old: a loop
     /// saturated from its first turn, never seen asleep, is still not a stall, and its turns
     /// are counted from then on.
-    @Test(.enabled(if: geteuid() == 0 && (try? LoopTurnCounter.tracepointIDs()) != nil))
+    @Test(.enabled(if: geteuid() == 0 && (try? LoopTurnCounter.tracepointIDs()) != nil, "needs root and the syscall tracepoints (tracefs)"))
     func aLoopSaturatedFromTheStartIsNotAStall() throws {
         let log = FileManager.default.temporaryDirectory.appendingPathComponent("loop-\(UUID().uuidString).jsonl").path
         defer { unlink(log) }
@@ -155,7 +155,7 @@ import Glibc
     /// capabilities, kernel.perf_event_paranoid 2) says so once, falls back to the stack rule,
     /// still reports the stall, and the report names the evidence and why; with CAP_PERFMON
     /// added the counters work.
-    @Test(.enabled(if: geteuid() == 0 && FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv")))
+    @Test(.enabled(if: geteuid() == 0 && FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv"), "needs root and setpriv (util-linux)"))
     func refusedCountersFallBackToTheStackRuleWithOneLine() throws {
         _ = try? LoopTurnCounter.tracepointIDs()  // as root: mounts tracefs if it is missing
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("stallagent-test-\(UUID().uuidString)").path
@@ -194,7 +194,7 @@ import Glibc
     /// A process that exits while its counters are being opened is gone, not "counters
     /// unavailable": the kernel answers ENODEV for a task past exit(), and the wrapper printed
     /// the fallback line for a `sh -c 'exit N'` about once in a few hundred runs (a red CI run).
-    @Test(.enabled(if: (try? LoopTurnCounter.tracepointIDs()) != nil))
+    @Test(.enabled(if: (try? LoopTurnCounter.tracepointIDs()) != nil, "needs the syscall tracepoints (tracefs)"))
     func aTargetExitingDuringTheOpenIsGoneNotUnavailable() throws {
         var opened = 0
         var gone = 0
@@ -219,7 +219,7 @@ import Glibc
     /// and its loop stood still as long whenever a watched process ended. Anchored tracepoints
     /// and a child that releases them after the agent is gone bring the stop to a few ms. The
     /// best of three stops must stay below one grace period per tracepoint.
-    @Test(.enabled(if: geteuid() == 0 && (try? LoopWaker.exitTracepointID()) != nil))
+    @Test(.enabled(if: geteuid() == 0 && (try? LoopWaker.exitTracepointID()) != nil, "needs root and the sys_exit tracepoints (tracefs)"))
     func anAgentHoldingCountersStopsWithoutWaitingForTheirRelease() throws {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("stallagent-test-\(UUID().uuidString)").path
         defer { try? FileManager.default.removeItem(atPath: dir) }
@@ -263,7 +263,7 @@ import Glibc
     /// thread leaves its wait (issue 14): a handful of wake-ups a second for housekeeping, not
     /// one per 10 ms probe; the target still sees no EINTR; and a stall that starts after a
     /// long idle stretch is still caught and timed from the moment the wait returned.
-    @Test(.enabled(if: (try? LoopWaker.exitTracepointID()) != nil))
+    @Test(.enabled(if: (try? LoopWaker.exitTracepointID()) != nil, "needs the sys_exit tracepoints (tracefs)"))
     func anIdleWatchSleepsUntilTheThreadWakes() throws {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("stallagent-test-\(UUID().uuidString)").path
         defer { try? FileManager.default.removeItem(atPath: dir) }

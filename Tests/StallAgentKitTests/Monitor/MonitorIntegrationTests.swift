@@ -10,7 +10,7 @@ import Glibc
 
 /// The watchdog against real event loops under real ptrace. The fixture logs its own stall
 /// windows on CLOCK_MONOTONIC, the clock the agent uses: that log is the oracle.
-@Suite(.serialized) struct MonitorIntegrationTests {
+@Suite(.serialized, .tags(.timed)) struct MonitorIntegrationTests {
     struct LoggedStep: Decodable {
         var kind: String
         var start_mono: Double

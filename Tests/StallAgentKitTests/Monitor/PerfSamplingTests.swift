@@ -12,7 +12,7 @@ import Glibc
 
 /// A running main thread sampled by perf_event (issue 14): the same stacks as a ptrace stop
 /// gives, and the target never stopped — never seen in the `t` state while it is watched.
-@Suite(.serialized) struct PerfSamplingTests {
+@Suite(.serialized, .tags(.timed)) struct PerfSamplingTests {
     static let available: Bool = (try? PerfStackSampler(tid: getpid(), period: 0.025, stackBytes: 16384)) != nil
 
     /// Watches `fixture` until it exits (30 s at most), quietly, into a report directory
@@ -28,7 +28,8 @@ import Glibc
         return (monitor, monitor.run())
     }
 
-    @Test(.enabled(if: available)) func aHangIsSampledWithoutStoppingTheThread() throws {
+    @Test(.enabled(if: available, "perf_event sampling of a thread is not permitted here (root, CAP_PERFMON or perf_event_paranoid <= 1)"))
+    func aHangIsSampledWithoutStoppingTheThread() throws {
         let fixture = try FixtureProcess(["loop", "--script", "spin:1.6", "--gap", "0.6", "--exit-when-done"])
         // Watch the target's state from outside as fast as the test can: a ptrace stop shows as 't'.
         let stopped = Mutex(0)
@@ -59,7 +60,8 @@ import Glibc
     /// too: its ticks land in the kernel, and the sample still carries the user registers and
     /// stack. Counting user time only, such a loop gave no sample for seconds and was stopped
     /// by ptrace instead (Redis under redis-benchmark: 14 of 63 samples).
-    @Test(.enabled(if: available)) func aSyscallHeavyHangIsSampledWithoutStops() throws {
+    @Test(.enabled(if: available, "perf_event sampling of a thread is not permitted here (root, CAP_PERFMON or perf_event_paranoid <= 1)"))
+    func aSyscallHeavyHangIsSampledWithoutStops() throws {
         let fixture = try FixtureProcess(["loop", "--script", "syscalls:1.6", "--gap", "0.6", "--exit-when-done"])
         let (monitor, summary) = try watch(fixture)
         let stall = try #require(summary.stalls.first, "no stall reported")
@@ -82,7 +84,8 @@ import Glibc
 
     /// The stack copy shrinks to the stack the samples use and every later sample still
     /// unwinds to `main`; a copy made too small grows back at the first truncated sample.
-    @Test(.enabled(if: available)) func theStackCopyIsSizedToTheStack() throws {
+    @Test(.enabled(if: available, "perf_event sampling of a thread is not permitted here (root, CAP_PERFMON or perf_event_paranoid <= 1)"))
+    func theStackCopyIsSizedToTheStack() throws {
         let fixture = try FixtureProcess(["deep", "120"])
         usleep(100_000)
         let inspector = try ProcessInspector(pid: fixture.pid)

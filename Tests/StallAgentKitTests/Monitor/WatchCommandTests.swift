@@ -6,7 +6,7 @@ import Glibc
 #endif
 
 /// `stallagent --pid` as a user runs it: lifecycle, signals and bad input.
-@Suite(.serialized) struct WatchCommandTests {
+@Suite(.serialized, .tags(.timed)) struct WatchCommandTests {
     let agent = FixtureProcess.stallagentURL
 
     func reportDir() -> String {

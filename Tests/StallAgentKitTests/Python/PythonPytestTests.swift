@@ -6,7 +6,7 @@ import Testing
 /// A wrapped pytest run (`stallagent run -- python -m pytest`): the sampled stacks carry the
 /// test's own Python function, so the report names `test_sleepy` and its line. (Which stalls
 /// a batch process reports is issue 13's rule; here the launch threshold makes one.)
-@Suite(.serialized) struct PythonPytestTests {
+@Suite(.serialized, .tags(.laneTwo)) struct PythonPytestTests {
     static let python = PythonInterpreters.pyenv311
     static let hasPytest: Bool = {
         guard PythonInterpreters.has(python) else { return false }

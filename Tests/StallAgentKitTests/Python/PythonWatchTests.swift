@@ -10,7 +10,7 @@ import Glibc
 /// `stallagent watch --pid` of an asyncio server whose handlers stall the loop: one in
 /// `time.sleep(3)`, one on CPU for 3 s. Each stall's report names the handler the engineer
 /// wrote — culprit, stall frame with its file and line — not the interpreter's C code.
-@Suite(.serialized) struct PythonWatchTests {
+@Suite(.serialized, .tags(.timed)) struct PythonWatchTests {
     typealias P = PythonInterpreters
 
     @Test(.enabled(if: P.has(P.pyenv311), P.missing(P.pyenv311))) func pyenv311() throws { try check(P.pyenv311) }

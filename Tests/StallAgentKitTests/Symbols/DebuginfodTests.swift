@@ -83,7 +83,7 @@ import Glibc
         return url
     }
 
-    @Test(.enabled(if: available)) func strippedBinaryIsNamedFromALocalDebuginfod() throws {
+    @Test(.enabled(if: available, "needs debuginfod and libdebuginfod (scripts/setup installs them)")) func strippedBinaryIsNamedFromALocalDebuginfod() throws {
         let fixture = try Self.fixture.get()
         let served = try Self.temporaryDirectory("debuginfod-served")
         defer { try? FileManager.default.removeItem(at: served) }
@@ -130,7 +130,9 @@ import Glibc
 
     /// A server that accepts and never answers costs one bounded wait, then native frames and
     /// a note; the target is never left stopped.
-    @Test(.enabled(if: available)) func hungServerGivesNativeFramesWithinTheDeadline() throws {
+    @Test(.enabled(if: available, "needs debuginfod and libdebuginfod (scripts/setup installs them)")) func hungServerGivesNativeFramesWithinTheDeadline()
+        throws
+    {
         let fixture = try Self.fixture.get()
         // Accepts (the kernel's backlog) and never answers.
         let (fd, port) = Self.boundSocket()
@@ -156,7 +158,7 @@ import Glibc
     /// A server that answers every lookup, but slowly (2.5 s, within the per-lookup deadline):
     /// five stripped modules on the stack made a dump wait for each in turn (issue 27: 32.6 s
     /// for twelve). All the lookups of one command share one `DEBUGINFOD_MAXTIME`.
-    @Test(.enabled(if: available)) func aSlowServerIsWaitedForOnceAcrossModules() throws {
+    @Test(.enabled(if: available, "needs debuginfod and libdebuginfod (scripts/setup installs them)")) func aSlowServerIsWaitedForOnceAcrossModules() throws {
         let directory = try Self.temporaryDirectory("debuginfod-slow")
         defer { try? FileManager.default.removeItem(at: directory) }
         for index in 1...4 {
@@ -215,7 +217,7 @@ import Glibc
 
     /// A server that answers with a different file (here another program's debug file) is
     /// never believed: build-ids must match.
-    @Test(.enabled(if: available)) func serverSendingTheWrongFileIsIgnored() throws {
+    @Test(.enabled(if: available, "needs debuginfod and libdebuginfod (scripts/setup installs them)")) func serverSendingTheWrongFileIsIgnored() throws {
         let fixture = try Self.fixture.get()
         let wrong = try NativeFixture.c("debuginfo.c", name: "other", flags: ["-g", "-O0", "-DOTHER_BUILD=1"])
         #expect(wrong.buildID != fixture.buildID)

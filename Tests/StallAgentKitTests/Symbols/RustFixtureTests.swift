@@ -30,7 +30,7 @@ import Glibc
 
     /// Every Rust name in both binaries (std included: rustc 1.95's std is v0) demangles as
     /// binutils' c++filt does, once its hashes and crate disambiguators are removed.
-    @Test(.enabled(if: available)) func everyRustSymbolMatchesCxxfilt() throws {
+    @Test(.enabled(if: available, "needs rustc")) func everyRustSymbolMatchesCxxfilt() throws {
         let builds = try Self.builds.get()
         let names = try Self.rustSymbols(in: Array(builds.values))
         #expect(names.count > 100)
@@ -39,7 +39,7 @@ import Glibc
 
     /// rustc's own compiler library: ~20 000 v0 names with every grammar feature a real
     /// compiler emits (const generics, dyn bounds, binders, closures, shims).
-    @Test(.enabled(if: available)) func everySymbolOfRustcDriverMatchesCxxfilt() throws {
+    @Test(.enabled(if: available, "needs rustc")) func everySymbolOfRustcDriverMatchesCxxfilt() throws {
         let rustc = try NativeFixture.tool("rustc")
         let sysroot = try runCommand(rustc, ["--print", "sysroot"]).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
         let lib = URL(fileURLWithPath: sysroot).appendingPathComponent("lib")
@@ -106,7 +106,7 @@ import Glibc
         return out
     }
 
-    @Test(.enabled(if: available)) func liveStackNamesTheTraitImplAndItsLine() throws {
+    @Test(.enabled(if: available, "needs rustc")) func liveStackNamesTheTraitImplAndItsLine() throws {
         let builds = try Self.builds.get()
         for mangling in ["v0", "legacy"] {
             let url = try #require(builds[mangling])

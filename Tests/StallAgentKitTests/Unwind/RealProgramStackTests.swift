@@ -11,7 +11,7 @@ import Glibc
 
 /// Debian's own PostgreSQL and Node.js, as shipped: the stacks must be eu-stack's. Skipped,
 /// with the reason, where the package is not installed (`apt-get install postgresql nodejs`).
-@Suite(.serialized) struct RealProgramStackTests {
+@Suite(.serialized, .tags(.laneOne)) struct RealProgramStackTests {
     static let postgres: URL? = {
         let root = URL(fileURLWithPath: "/usr/lib/postgresql")
         let versions = (try? FileManager.default.contentsOfDirectory(atPath: root.path)) ?? []

@@ -8,7 +8,7 @@ import Glibc
 /// The agent reads its signals from a signalfd, so it keeps them blocked in every thread:
 /// a thread that did not block one would take it with the default action and kill the agent
 /// mid-report, and a child that inherited the mask could not be stopped by SIGTERM or Ctrl-C.
-@Suite(.serialized) struct AgentSignalMaskTests {
+@Suite(.serialized, .tags(.timed)) struct AgentSignalMaskTests {
     let agent = FixtureProcess.stallagentURL
     let fixtures = FixtureProcess.executableURL.path
 

@@ -24,7 +24,7 @@ extension BatchStallTests {
     /// puts both calls' frames at the same address: without the caller's slot in the frame's
     /// identity the two calls were one 4 s stall. A function that rebinds its own argument
     /// (`spin`) must keep its identity while it runs: it is one report, not none.
-    @Test func eachParametrizedCallIsItsOwnStall() throws {
+    @Test(.tags(.timed)) func eachParametrizedCallIsItsOwnStall() throws {
         let probe = try runCommand(
             URL(fileURLWithPath: "/usr/bin/env"), ["python3", "-c", "import pytest, sys; assert (3, 11) <= sys.version_info[:2] <= (3, 13)"], timeout: 60)
         guard probe.status == 0 else {

@@ -7,7 +7,7 @@ import Glibc
 
 /// The batch rule end to end: a wrapped test runner that never idles gets one report per slow
 /// test, named by the test, with the right reason, and nothing for its fast tests.
-@Suite(.serialized) struct BatchStallTests {
+@Suite(.serialized, .tags(.laneTwo)) struct BatchStallTests {
     let agent = FixtureProcess.stallagentURL
     let fixtures = FixtureProcess.executableURL.path
 
@@ -85,7 +85,7 @@ import Glibc
     /// The same runner under a shell: a descendant is watched only once it has lived half the
     /// threshold, so its first sample is already inside the first slow test. That sample is not
     /// its start-up and teaches no runner frames (issue 27: `sleepy_test` went unreported).
-    @Test func attack21_aRunnerUnderAShellGetsEveryReportThoughItStallsAtOnce() throws {
+    @Test(.tags(.hostile)) func attack21_aRunnerUnderAShellGetsEveryReportThoughItStallsAtOnce() throws {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("batch-\(UUID().uuidString)").path
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let result = try runCommand(agent, ["--report-dir", dir, "--", "/bin/sh", "-c", "'\(fixtures)' batch; true"], timeout: 120)
@@ -101,7 +101,7 @@ import Glibc
     /// JavaScript has no names (no perf map) and is re-compiled in place while it spins: the
     /// slow test is one hang, the fast ones nothing (issue 25). 6 s, because the debug agent
     /// takes about 2.5 s to read node's symbols before its first sample.
-    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/node")))
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/node"), "needs /usr/bin/node (scripts/setup installs nodejs)"))
     func nodeTestRunnerGetsOneReportForItsSlowTest() throws {
         let work = FileManager.default.temporaryDirectory.appendingPathComponent("node-test-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)
@@ -240,7 +240,7 @@ import Glibc
     /// Each slow test of `shapesSuite` is one report of its length (±10 % of pytest's own
     /// `--durations`), named by the test (and the helper it spent its time in), the join
     /// `blocked`; the fast test none.
-    @Test func eachSlowTestShapeIsOneStallOfItsLength() throws {
+    @Test(.tags(.timed)) func eachSlowTestShapeIsOneStallOfItsLength() throws {
         let probe = try runCommand(URL(fileURLWithPath: "/usr/bin/env"), ["python3", "-c", "import pytest, hypothesis"], timeout: 60)
         guard probe.status == 0 else {
             try Test.cancel("pytest or hypothesis is not importable by python3 (scripts/setup installs them)")
@@ -326,7 +326,7 @@ import Glibc
     /// pytest through pyenv's shim (bash exec'ing python): one report per slow test, named by
     /// the test's Python function (CPython 3.11–3.13 frames), nothing from start-up or fast
     /// tests, the process named by its interpreter, pytest's status.
-    @Test func pytestRunGetsOneReportPerSlowTest() throws {
+    @Test(.tags(.timed)) func pytestRunGetsOneReportPerSlowTest() throws {
         let probe = try runCommand(URL(fileURLWithPath: "/usr/bin/env"), ["python3", "-c", "import pytest"], timeout: 60)
         guard probe.status == 0 else { try Test.cancel("pytest is not importable by python3 (scripts/setup installs it)") }
         let (result, written) = try wrappedPytest(Self.pytestSuite, file: "test_batch.py")

@@ -12,7 +12,7 @@ import Glibc
 /// A timed-out or killed run is red in every CI output (JUnit, annotations, step summary);
 /// annotations start on a line of their own; an unwritable --junit stops the run before it
 /// starts.
-@Suite(.serialized) struct CIFailureOutputTests {
+@Suite(.serialized, .tags(.laneTwo)) struct CIFailureOutputTests {
     let agent = FixtureProcess.stallagentURL
     let fixtures = FixtureProcess.executableURL.path
 

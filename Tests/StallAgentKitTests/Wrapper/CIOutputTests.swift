@@ -10,7 +10,7 @@ import Glibc
 
 /// JUnit and GitHub Actions output of a wrapped run, with a process whose name is hostile to
 /// both formats (it becomes `comm`, which reports and annotations carry).
-@Suite(.serialized) struct CIOutputTests {
+@Suite(.serialized, .tags(.timed)) struct CIOutputTests {
     let agent = FixtureProcess.stallagentURL
 
     final class JUnitCollector: NSObject, XMLParserDelegate {

@@ -8,7 +8,7 @@ import Glibc
 #endif
 
 /// libstallprobe.so: exact loop boundaries from inside the target.
-@Suite(.serialized) struct LoopProbeTests {
+@Suite(.serialized, .tags(.timed)) struct LoopProbeTests {
     struct Step: Decodable {
         var kind: String
         var seconds: Double

@@ -172,7 +172,7 @@ import Glibc
     }
 
     /// --follow narrows the watched descendants by name.
-    @Test func followNarrowsDescendantsByName() throws {
+    @Test(.tags(.timed)) func followNarrowsDescendantsByName() throws {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("follow-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: dir) }

@@ -8,7 +8,7 @@ import Glibc
 /// Signals in a wrapped run, as shells and CI runners send them: a signal to the whole
 /// process group reaches the command once, and an agent interrupted together with its
 /// command dies of the same signal, so a shell loop stops.
-@Suite(.serialized) struct RunSignalTests {
+@Suite(.serialized, .tags(.timed)) struct RunSignalTests {
     let agent = FixtureProcess.stallagentURL
 
     func scratch() throws -> String {

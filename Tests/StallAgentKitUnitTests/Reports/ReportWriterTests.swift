@@ -133,13 +133,12 @@ struct ReportWriterTests {
 
     /// Disk full, for real: a 16 KiB tmpfs. Needs root (mount); elsewhere the rename-failure
     /// test above covers the clean-up path.
-    @Test(.enabled(if: geteuid() == 0)) func aFullDiskLeavesThePreviousRevisionIntact() throws {
+    @Test(.enabled(if: geteuid() == 0, "needs root (mount)")) func aFullDiskLeavesThePreviousRevisionIntact() throws {
         let directory = F.temporaryDirectory()
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: directory) }
         guard mount("tmpfs", directory, "tmpfs", 0, "size=16k,mode=0755") == 0 else {
-            print("skipping the ENOSPC test: mount tmpfs failed: \(String(cString: strerror(errno)))")
-            return
+            try Test.cancel("could not mount a 16 KiB tmpfs: \(String(cString: strerror(errno)))")
         }
         defer { umount2(directory, 0) }
         let writer = try ReportWriter(directory: directory)
@@ -167,19 +166,21 @@ struct ReportWriterTests {
         #expect(try names.map { try Data(contentsOf: URL(fileURLWithPath: directory + "/" + $0)) } == before)
     }
 
-    @Test(.enabled(if: geteuid() == 0)) func refusesAnUnwritableDirectory() throws {
+    @Test(.enabled(if: geteuid() == 0, "needs root (mount)")) func refusesAnUnwritableDirectory() throws {
         let directory = F.temporaryDirectory()
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: directory) }
         // Root ignores permission bits; a read-only mount is what refuses root.
-        guard mount("tmpfs", directory, "tmpfs", UInt(MS_RDONLY), "size=16k,mode=0755") == 0 else { return }
+        guard mount("tmpfs", directory, "tmpfs", UInt(MS_RDONLY), "size=16k,mode=0755") == 0 else {
+            try Test.cancel("could not mount a read-only tmpfs: \(String(cString: strerror(errno)))")
+        }
         defer { umount2(directory, 0) }
         #expect(throws: StallAgentError.reportDirectory(path: directory, reason: "not writable: Read-only file system")) {
             try ReportWriter(directory: directory)
         }
     }
 
-    @Test(.enabled(if: geteuid() != 0)) func refusesAnUnwritableDirectoryAsUser() throws {
+    @Test(.enabled(if: geteuid() != 0, "runs only as a user (root writes through any mode)")) func refusesAnUnwritableDirectoryAsUser() throws {
         let directory = F.temporaryDirectory()
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         defer {
