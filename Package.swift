@@ -109,6 +109,8 @@ let package = Package(
             name: "stall-fixtures",
             cSettings: [.unsafeFlags(["-O1", "-g", "-fno-omit-frame-pointer", "-fno-inline"])],
             linkerSettings: [.linkedLibrary("pthread")]),
+        // The receiving ends of sd_notify and the journal for the tests (cmsg macros need C).
+        .target(name: "CTestSupport", path: "Tests/CTestSupport"),
         // Pure and fast: the detector, reports, parsers, settings files; no process is started.
         .testTarget(
             name: "StallAgentKitUnitTests",
@@ -122,7 +124,7 @@ let package = Package(
             name: "StallAgentKitTests",
             dependencies: [
                 "StallDetection", "StallProc", "StallCapture", "StallReports", "StallMonitoring", "StallWrapper", "StallHost", "StallViews",
-                "CPosix", "stall-fixtures",
+                "CPosix", "CTestSupport", "stall-fixtures",
             ],
             // Sources of programs the tests compile themselves (C, C++, Swift, Rust).
             exclude: ["Symbols/Fixtures"]),

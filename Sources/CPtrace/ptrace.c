@@ -22,12 +22,6 @@ long sa_ptrace_detach(pid_t tid, int sig) {
   return ptrace(PTRACE_DETACH, tid, 0, (void *)(long)sig);
 }
 
-int sa_ptrace_siginfo_signo(pid_t tid) {
-  siginfo_t info;
-  if (ptrace(PTRACE_GETSIGINFO, tid, 0, &info) != 0) return -1;
-  return info.si_signo;
-}
-
 pid_t sa_waitpid_nohang(pid_t tid, int *status) { return waitpid(tid, status, __WALL | WNOHANG); }
 
 int sa_wifstopped(int status) { return WIFSTOPPED(status); }

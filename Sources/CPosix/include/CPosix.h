@@ -18,9 +18,6 @@
 // sealed memfds, perf counters, fstatfs, the SIGBUS guard for mapped files. Each returns the
 // raw libc result or an errno as documented.
 
-pid_t sa_gettid(void);
-int sa_tgkill(pid_t tgid, pid_t tid, int sig);
-
 /// Spawns `path` (searched in PATH when it has no slash) with `argv`/`envp`, with every
 /// signal unblocked and at its default action in the child, whatever the agent inherited.
 /// With `new_group` nonzero the child leads a process group of its own (POSIX_SPAWN_SETPGROUP).
@@ -50,14 +47,6 @@ pid_t sa_reap_one(int *status, int *signaled);
 /// as SCM_RIGHTS (the journal's way to take an entry too big for one datagram).
 /// Returns 0 or an errno.
 int sa_send_unix_datagram(int fd, const char *path, const void *payload, size_t length, int pass_fd);
-
-/// A bound AF_UNIX datagram socket at `path` ('@' prefix: abstract), close-on-exec; the
-/// receiving end of sd_notify and journal messages in tests. Returns the fd or -1 with errno.
-int sa_bind_unix_datagram(const char *path);
-
-/// Receives one datagram into `buffer`; a descriptor passed with it (SCM_RIGHTS) goes to
-/// *passed_fd (else -1). Returns the byte count or -1 with errno.
-ssize_t sa_recv_with_fd(int fd, void *buffer, size_t length, int *passed_fd);
 
 /// memfd_create + write + F_SEAL_*: an immutable in-memory file holding `bytes`.
 /// Returns the fd or -1 with errno.

@@ -21,8 +21,6 @@ long sa_ptrace_getregs(pid_t tid, struct user_regs_struct *regs);
 long sa_ptrace_cont(pid_t tid, int sig);
 /// PTRACE_DETACH, re-injecting `sig` (0 for none).
 long sa_ptrace_detach(pid_t tid, int sig);
-/// PTRACE_GETSIGINFO's si_signo, or -1.
-int sa_ptrace_siginfo_signo(pid_t tid);
 
 /// waitpid(tid, &status, __WALL | WNOHANG): never blocks.
 pid_t sa_waitpid_nohang(pid_t tid, int *status);
@@ -38,10 +36,5 @@ int sa_wptrace_event(int status);
 
 /// process_vm_readv of one contiguous range; returns bytes read or -1.
 ssize_t sa_read_memory(pid_t pid, uint64_t address, void *buffer, size_t length);
-
-/// Constants Swift cannot import from macros.
-enum {
-  SA_PTRACE_EVENT_STOP = 128,
-};
 
 #endif

@@ -1,4 +1,4 @@
-import CPosix
+import CTestSupport
 import Foundation
 import Testing
 @testable import StallMonitoring
