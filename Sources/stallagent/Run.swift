@@ -41,7 +41,7 @@ struct Run: ParsableCommand {
             """)
 
     @Option(name: Settings.onStall.longName, help: Settings.onStall.argumentHelp)
-    var onStall: SettingArgument<RunOptions.OnStall>?
+    var onStall: SettingArgument<OnStall>?
 
     @Option(name: Settings.timeout.longName, parsing: .unconditional, help: Settings.timeout.argumentHelp)
     var timeout: SettingArgument<TimeSpan>?
@@ -70,20 +70,22 @@ struct Run: ParsableCommand {
 
     func validate() throws {
         guard !command.isEmpty else { throw ValidationError("no command after --") }
-        _ = try Settings.onStall.value(onStall)
-        _ = try Settings.timeout.value(timeout)
-        _ = try Settings.batchThreshold.value(batchThreshold)
+        _ = try runOptions()
+    }
+
+    /// The run's settings from this command line (`RunOptions.settingBindings`).
+    func runOptions() throws -> RunOptions {
+        do throws(SettingProblem) {
+            return try RunOptions(commandLine: CommandLineSettings.given(in: self))
+        } catch {
+            throw ValidationError(error.description)
+        }
     }
 
     func run() throws {
         var options = RunOptions()
         do {
-            options.monitor = try watch.monitorOptions(defaultLaunchThreshold: .infinity)
-            options.onStall = try Settings.onStall.value(onStall)!
-            // Off is "never"; the monitor's nil batch threshold means the same.
-            let batch = try Settings.batchThreshold.value(batchThreshold)?.seconds ?? options.monitor.threshold
-            options.monitor.batchThreshold = batch.isFinite ? batch : nil
-            options.timeout = try Settings.timeout.value(timeout)?.seconds
+            options = try runOptions()
             options.follow = follow
             if loopProbe {
                 let me = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()

@@ -4,9 +4,10 @@ import StallProc
 import StallMonitoring
 import StallHost
 
-/// Options shared by `watch` and `run`, declared from the settings table (`Settings`).
-/// Values that take a number are read unconditionally, so that `--threshold -1s` is refused
-/// for being negative rather than for a missing value.
+/// Options shared by `watch` and `run`, declared from the settings table (`Settings`), each
+/// property named after its flag (`CommandLineSettings`). Values that take a number are read
+/// unconditionally, so that `--threshold -1s` is refused for being negative rather than for a
+/// missing value.
 struct WatchOptions: ParsableArguments {
     @Option(name: Settings.threshold.longName, parsing: .unconditional, help: Settings.threshold.argumentHelp)
     var threshold: SettingArgument<TimeSpan>?
@@ -21,13 +22,13 @@ struct WatchOptions: ParsableArguments {
     var sampleInterval: SettingArgument<TimeSpan>?
 
     @Option(name: Settings.idleSyscalls.longName, help: Settings.idleSyscalls.argumentHelp)
-    var idleSyscalls: [SettingArgument<SystemCall>] = []
+    var idleSyscall: [SettingArgument<SystemCall>] = []
 
     @Option(name: Settings.idleFrames.longName, help: Settings.idleFrames.argumentHelp)
-    var idleFrames: [String] = []
+    var idleFrame: [String] = []
 
     @Option(name: Settings.busyFrames.longName, help: Settings.busyFrames.argumentHelp)
-    var busyFrames: [String] = []
+    var busyFrame: [String] = []
 
     @Option(name: Settings.appFrames.longName, help: Settings.appFrames.argumentHelp)
     var appFrames: [String] = []
@@ -51,7 +52,7 @@ struct WatchOptions: ParsableArguments {
     var maxStack: SettingArgument<ByteSize>?
 
     @Option(name: Settings.debugDirectories.longName, help: Settings.debugDirectories.argumentHelp)
-    var debugDirectories: [String] = []
+    var debugDir: [String] = []
 
     @Flag(name: Settings.perfSampling.longName, help: Settings.perfSampling.flagHelp)
     var noPerfSampling = false
@@ -64,26 +65,10 @@ struct WatchOptions: ParsableArguments {
         _ = try monitorOptions()
     }
 
-    func monitorOptions(defaultLaunchThreshold: Double = Settings.launchThreshold.defaultValue!.seconds) throws -> MonitorOptions {
-        var options = MonitorOptions()
-        options.redactArgv = !keepArgv
-        options.perfSampling = !noPerfSampling
-        options.threshold = try Settings.threshold.value(threshold)!.seconds
-        options.launchThreshold = try launchThreshold.map { try Settings.launchThreshold.parse($0).seconds } ?? defaultLaunchThreshold
-        options.probeInterval = try Settings.probeInterval.value(probeInterval)!.seconds
-        options.sampleInterval = try Settings.sampleInterval.value(sampleInterval)!.seconds
-        options.duration = try Settings.duration.value(duration)?.seconds
-        options.killAfter = try Settings.killAfter.value(killAfter)?.seconds
-        options.extraIdleSyscalls = Set(try Settings.idleSyscalls.values(idleSyscalls).map(\.number))
-        options.idleFramePatterns = idleFrames
-        options.busyFramePatterns = busyFrames
-        options.appFramePatterns = appFrames
-        options.loopTurns = try Settings.loopTurns.value(loopTurns)!
-        options.reportDirectory = reportDir ?? options.reportDirectory
-        options.quiet = quiet
-        options.maxStackBytes = Int(try Settings.maxStack.value(maxStack)!.bytes)
-        options.debugDirectories = debugDirectories
-        return options
+    /// The watch options these flags give over the defaults (`top`; `watch` and `run` read
+    /// them with their own settings).
+    func monitorOptions() throws -> MonitorOptions {
+        try MonitorOptions.settingBindings.monitorOptions(CommandLineSettings.given(in: self))
     }
 }
 
@@ -133,7 +118,7 @@ struct Watch: ParsableCommand {
     @Option(help: ArgumentHelp("A file holding the pid to watch; re-read when that process exits.", valueName: "file"))
     var pidfile: String?
 
-    @Option(help: ArgumentHelp("Watch the targets listed in this YAML file; every setting then comes from the file.", valueName: "file"))
+    @Option(help: ArgumentHelp("Watch the targets listed in this YAML file; settings given on the command line go over the file's (--print-config shows the result).", valueName: "file"))
     var config: String?
 
     @Option(help: ArgumentHelp("The target's name in metrics, journal fields and state files.", valueName: "name"))
@@ -171,66 +156,65 @@ struct Watch: ParsableCommand {
     @Option(name: Settings.retryInterval.longName, parsing: .unconditional, help: Settings.retryInterval.argumentHelp)
     var retryInterval: SettingArgument<TimeSpan>?
 
+    @Flag(help: "Print the settings this command line (and --config FILE) resolves to, as a config file would hold them, and exit.")
+    var printConfig = false
+
     /// Refused before anything starts, with this command's usage (`agentConfiguration()` reads them again).
     func validate() throws {
-        _ = try Settings.metricsInterval.value(metricsInterval)
-        _ = try Settings.metricsFingerprints.value(metricsFingerprints)
-        _ = try Settings.maxReports.value(maxReports)
-        _ = try Settings.maxReportBytes.value(maxReportBytes)
-        _ = try Settings.maxReportAge.value(maxReportAge)
-        _ = try Settings.minReportInterval.value(minReportInterval)
-        _ = try Settings.retryInterval.value(retryInterval)
+        var scratch = AgentConfiguration()
+        do throws(SettingProblem) {
+            try AgentConfiguration.settingBindings.apply(commandLine: CommandLineSettings.given(in: self), to: &scratch)
+        } catch {
+            throw ValidationError(error.description)
+        }
     }
 
     func run() throws {
         try runReportingErrors {
-            // First: every thread the agent starts (the metrics listener) must inherit the mask.
-            try StopRequest.install()
             let configuration = try agentConfiguration()
+            if printConfig {
+                FileHandleOutput.standardOutput(configuration.settingsText())
+                return
+            }
+            // Before any thread starts: every thread the agent starts (the metrics listener) must inherit the mask.
+            try StopRequest.install()
             let agent = try HostAgent(configuration: configuration, log: { FileHandleOutput.standardError($0 + "\n") })
             _ = try agent.run(duration: configuration.monitor.duration)
         }
     }
 
     func agentConfiguration() throws -> AgentConfiguration {
-        let environment = ProcessInfo.processInfo.environment
-        let systemdState = SystemdDirectories(environment: environment).stateDirectory
+        let given = CommandLineSettings.given(in: self)
         let targetFlags = [pid.isEmpty ? nil : "--pid", unit.map { _ in "--unit" }, pidfile.map { _ in "--pidfile" }].compactMap { $0 }
-        if let config {
+        if config != nil {
             let scopeFlags = [followChildren ? "--follow-children" : nil, mainProcessOnly ? "--main-process-only" : nil].compactMap { $0 }
             guard targetFlags.isEmpty, scopeFlags.isEmpty else {
                 throw ValidationError(
                     "--config lists the targets itself; drop \((targetFlags + scopeFlags).joined(separator: ", ")) (a target's 'processes: all|main' chooses what is watched)"
                 )
             }
-            var configuration = try AgentConfiguration.load(path: config)
-            if configuration.stateDirectory == nil { configuration.stateDirectory = stateDir ?? systemdState }
-            if watch.reportDir == nil, configuration.monitor.reportDirectory == MonitorOptions().reportDirectory,
-                let state = systemdState
-            {
-                configuration.monitor.reportDirectory = state + "/reports"
+        } else {
+            guard targetFlags.count == 1 || printConfig else {
+                throw ValidationError(
+                    targetFlags.isEmpty
+                        ? "nothing to watch: give --pid PID, --unit NAME, --pidfile FILE or --config FILE"
+                        : "give one of \(targetFlags.joined(separator: ", ")) (several targets need --config)")
             }
-            configuration.monitor.duration = try watch.monitorOptions().duration
-            return configuration
+            if followChildren, pid.isEmpty {
+                throw ValidationError("--follow-children goes with --pid (a --unit is watched as a whole already)")
+            }
+            if mainProcessOnly, unit == nil {
+                throw ValidationError("--main-process-only goes with --unit")
+            }
         }
-        guard targetFlags.count == 1 else {
-            throw ValidationError(
-                targetFlags.isEmpty
-                    ? "nothing to watch: give --pid PID, --unit NAME, --pidfile FILE or --config FILE"
-                    : "give one of \(targetFlags.joined(separator: ", ")) (several targets need --config)")
+        var configuration: AgentConfiguration
+        do {
+            configuration = try AgentConfiguration.resolve(
+                configFile: config, commandLine: given, environment: ProcessInfo.processInfo.environment)
+        } catch let problem as SettingProblem {
+            throw ValidationError(problem.description)
         }
-        if followChildren, pid.isEmpty {
-            throw ValidationError("--follow-children goes with --pid (a --unit is watched as a whole already)")
-        }
-        if mainProcessOnly, unit == nil {
-            throw ValidationError("--main-process-only goes with --unit")
-        }
-        var configuration = AgentConfiguration()
-        configuration.monitor = try watch.monitorOptions()
-        if watch.reportDir == nil, let state = systemdState {
-            configuration.monitor.reportDirectory = state + "/reports"
-        }
-        configuration.monitor.minimumReportInterval = try Settings.minReportInterval.value(minReportInterval)!.seconds
+        guard config == nil else { return configuration }
         if !pid.isEmpty {
             var seen = Set<Int32>()
             let pids = pid.filter { seen.insert($0).inserted }
@@ -247,18 +231,9 @@ struct Watch: ParsableCommand {
             var target = TargetSpec(selector: .unit(TargetSpec.normalizedUnitName(unit)), name: name)
             target.processes = mainProcessOnly ? .main : nil
             configuration.targets = [target]
-        } else {
-            configuration.targets = [TargetSpec(selector: .pidfile(pidfile!), name: name)]
+        } else if let pidfile {
+            configuration.targets = [TargetSpec(selector: .pidfile(pidfile), name: name)]
         }
-        configuration.stateDirectory = stateDir ?? systemdState
-        configuration.metricsFile = metricsFile
-        configuration.metricsListen = metricsListen
-        configuration.metricsInterval = try Settings.metricsInterval.value(metricsInterval)!.seconds
-        configuration.metricsFingerprints = try Settings.metricsFingerprints.value(metricsFingerprints)!
-        configuration.retention.maxReports = try Settings.maxReports.value(maxReports)
-        configuration.retention.maxBytes = try Settings.maxReportBytes.value(maxReportBytes)?.bytes
-        configuration.retryInterval = try Settings.retryInterval.value(retryInterval)!.seconds
-        configuration.retention.maxAge = try Settings.maxReportAge.value(maxReportAge)?.seconds
         return configuration
     }
 }

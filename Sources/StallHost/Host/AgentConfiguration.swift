@@ -33,32 +33,17 @@ public struct AgentConfiguration: Sendable {
 
     public init() {}
 
-    /// The settings a config file may give for every target, by key.
-    static let topLevelSettings: [any AnySetting] = [
-        Settings.reportDirectory, Settings.stateDirectory, Settings.threshold, Settings.launchThreshold,
-        Settings.probeInterval, Settings.sampleInterval, Settings.killAfter, Settings.idleSyscalls,
-        Settings.idleFrames, Settings.busyFrames, Settings.appFrames, Settings.loopTurns, Settings.maxStack,
-        Settings.perfSampling,
-        Settings.keepArgv, Settings.debugDirectories, Settings.minReportInterval, Settings.metricsFile,
-        Settings.metricsListen, Settings.metricsInterval, Settings.metricsFingerprints, Settings.retryInterval,
-        Settings.quiet,
-    ]
-    /// The settings a target may override.
-    static let targetSettings: [any AnySetting] = [
-        Settings.threshold, Settings.launchThreshold, Settings.killAfter, Settings.idleSyscalls,
-        Settings.idleFrames, Settings.busyFrames, Settings.appFrames,
-    ]
-    static let retentionSettings: [any AnySetting] = [Settings.maxReports, Settings.maxReportBytes, Settings.maxReportAge]
-
-    static let topLevelKeys = Set(topLevelSettings.compactMap(\.configKey) + ["retention", "targets"])
+    static let topLevelKeys = Set(
+        settingBindings.filter { $0.configSection == nil }.compactMap(\.setting.configKey) + ["retention", "targets"])
     static let targetKeys = Set(targetSettings.compactMap(\.configKey) + ["pid", "pidfile", "unit", "name", "processes"])
-    static let retentionKeys = Set(retentionSettings.compactMap(\.configKey))
+    static let retentionKeys = Set(settingBindings.filter { $0.configSection == "retention" }.compactMap(\.setting.configKey))
 
     /// A configuration names a few hundred targets at most; a 10 MB file with 350 000 was
     /// checked for minutes (issue 27).
     static let maxFileBytes = 1 << 20
 
-    public static func load(path: String) throws -> AgentConfiguration {
+    /// `base`: what the file's settings go over (the defaults, with systemd's directories).
+    public static func load(path: String, base: AgentConfiguration = AgentConfiguration()) throws -> AgentConfiguration {
         var info = stat()
         if stat(path, &info) == 0, info.st_mode & S_IFMT == S_IFREG, info.st_size > maxFileBytes {
             throw StallAgentError.configuration(
@@ -67,10 +52,12 @@ public struct AgentConfiguration: Sendable {
         guard let data = FileManager.default.contents(atPath: path) else {
             throw StallAgentError.configuration(path: path, line: nil, message: "cannot read the file (missing or not readable)")
         }
-        return try parse(String(decoding: data, as: UTF8.self), path: path)
+        return try parse(String(decoding: data, as: UTF8.self), path: path, base: base)
     }
 
-    public static func parse(_ text: String, path: String) throws -> AgentConfiguration {
+    public static func parse(_ text: String, path: String, base: AgentConfiguration = AgentConfiguration()) throws
+        -> AgentConfiguration
+    {
         func fail(_ node: Node?, _ message: String) -> StallAgentError {
             .configuration(path: path, line: node?.mark?.line, message: message)
         }
@@ -80,7 +67,7 @@ public struct AgentConfiguration: Sendable {
         } catch let error as YamlError {
             throw StallAgentError.configuration(path: path, line: Self.line(of: error), message: "not valid YAML: \(Self.problem(of: error))")
         }
-        var configuration = AgentConfiguration()
+        var configuration = base
         var labels = Set<String>()
         guard let root else { throw fail(nil, "the file is empty; it needs at least a 'targets:' list") }
         guard let top = root.mapping else { throw fail(root, "expected a mapping of settings (key: value) at the top level") }
@@ -89,21 +76,23 @@ public struct AgentConfiguration: Sendable {
             guard let scalar = node.scalar else { throw fail(node, "'\(key)' must be a single value") }
             return scalar.string
         }
-        func value<Value>(_ setting: Setting<Value>, _ node: Node) throws -> Value {
-            let key = setting.configKey ?? setting.name
-            let text = try string(node, key)
-            do throws(SettingProblem) {
-                return try setting.parse(text)
-            } catch {
-                throw fail(node, "'\(key)': \(error)")
+        /// Sets a setting from its node: one value, or for a repeatable setting a list (or one
+        /// value standing for a list of one), each item checked with its own line.
+        @discardableResult
+        func apply<Root>(_ binding: SettingBinding<Root>, _ node: Node, to root: inout Root) throws -> [String] {
+            let key = binding.setting.configKey ?? binding.setting.name
+            let items = binding.isList ? (node.sequence.map(Array.init) ?? [node]) : [node]
+            var texts: [String] = []
+            for item in items {
+                let text = try string(item, key)
+                do throws(SettingProblem) {
+                    try binding.apply([text], to: &root)
+                } catch {
+                    throw fail(item, "'\(key)': \(error)")
+                }
+                texts.append(text)
             }
-        }
-        /// A list, or one value standing for a list of one.
-        func values<Value>(_ setting: Setting<Value>, _ node: Node) throws -> [Value] {
-            try (node.sequence.map(Array.init) ?? [node]).map { try value(setting, $0) }
-        }
-        func seconds(_ setting: Setting<TimeSpan>, _ node: Node) throws -> Double {
-            try value(setting, node).seconds
+            return texts
         }
 
         var targetsNode: Node?
@@ -112,44 +101,19 @@ public struct AgentConfiguration: Sendable {
             guard topLevelKeys.contains(key) else {
                 throw fail(keyNode, "unknown setting '\(key)' (known: \(topLevelKeys.sorted().joined(separator: ", ")))")
             }
+            if let binding = settingBindings.binding(configKey: key) {
+                try apply(binding, node, to: &configuration)
+                continue
+            }
             switch key {
-            case Settings.reportDirectory.configKey: configuration.monitor.reportDirectory = try value(Settings.reportDirectory, node)
-            case Settings.stateDirectory.configKey: configuration.stateDirectory = try value(Settings.stateDirectory, node)
-            case Settings.threshold.configKey: configuration.monitor.threshold = try seconds(Settings.threshold, node)
-            case Settings.launchThreshold.configKey: configuration.monitor.launchThreshold = try seconds(Settings.launchThreshold, node)
-            case Settings.probeInterval.configKey: configuration.monitor.probeInterval = try seconds(Settings.probeInterval, node)
-            case Settings.sampleInterval.configKey: configuration.monitor.sampleInterval = try seconds(Settings.sampleInterval, node)
-            case Settings.killAfter.configKey: configuration.monitor.killAfter = try seconds(Settings.killAfter, node)
-            case Settings.idleSyscalls.configKey:
-                configuration.monitor.extraIdleSyscalls = Set(try values(Settings.idleSyscalls, node).map(\.number))
-            case Settings.idleFrames.configKey: configuration.monitor.idleFramePatterns = try values(Settings.idleFrames, node)
-            case Settings.busyFrames.configKey: configuration.monitor.busyFramePatterns = try values(Settings.busyFrames, node)
-            case Settings.appFrames.configKey: configuration.monitor.appFramePatterns = try values(Settings.appFrames, node)
-            case Settings.loopTurns.configKey: configuration.monitor.loopTurns = try value(Settings.loopTurns, node)
-            case Settings.debugDirectories.configKey: configuration.monitor.debugDirectories = try values(Settings.debugDirectories, node)
-            case Settings.maxStack.configKey: configuration.monitor.maxStackBytes = Int(try value(Settings.maxStack, node).bytes)
-            case Settings.perfSampling.configKey: configuration.monitor.perfSampling = try value(Settings.perfSampling, node)
-            case Settings.keepArgv.configKey: configuration.monitor.redactArgv = !(try value(Settings.keepArgv, node))
-            case Settings.minReportInterval.configKey:
-                configuration.monitor.minimumReportInterval = try seconds(Settings.minReportInterval, node)
-            case Settings.metricsFile.configKey: configuration.metricsFile = try value(Settings.metricsFile, node)
-            case Settings.metricsListen.configKey: configuration.metricsListen = try value(Settings.metricsListen, node)
-            case Settings.metricsInterval.configKey: configuration.metricsInterval = try seconds(Settings.metricsInterval, node)
-            case Settings.metricsFingerprints.configKey:
-                configuration.metricsFingerprints = try value(Settings.metricsFingerprints, node)
-            case Settings.retryInterval.configKey: configuration.retryInterval = try seconds(Settings.retryInterval, node)
-            case Settings.quiet.configKey: configuration.monitor.quiet = try value(Settings.quiet, node)
             case "retention":
                 guard let mapping = node.mapping else { throw fail(node, "'retention' must be a mapping (max-reports, max-bytes, max-age)") }
                 for (subKeyNode, subValue) in mapping {
                     let subKey = subKeyNode.string ?? ""
-                    switch subKey {
-                    case Settings.maxReports.configKey: configuration.retention.maxReports = try value(Settings.maxReports, subValue)
-                    case Settings.maxReportBytes.configKey: configuration.retention.maxBytes = try value(Settings.maxReportBytes, subValue).bytes
-                    case Settings.maxReportAge.configKey: configuration.retention.maxAge = try seconds(Settings.maxReportAge, subValue)
-                    default:
+                    guard let binding = settingBindings.binding(configKey: subKey, section: "retention") else {
                         throw fail(subKeyNode, "unknown retention setting '\(subKey)' (known: \(retentionKeys.sorted().joined(separator: ", ")))")
                     }
+                    try apply(binding, subValue, to: &configuration)
                 }
             case "targets": targetsNode = node
             default: break
@@ -173,6 +137,12 @@ public struct AgentConfiguration: Sendable {
                     guard selector == nil else { throw fail(keyNode, "a target has exactly one of 'unit', 'pidfile' or 'pid'") }
                     selector = new
                 }
+                if let binding = MonitorOptions.settingBindings.binding(configKey: key) {
+                    // Checked here, with its line; applied over the base options per target.
+                    var scratch = MonitorOptions()
+                    target.overrides[key, default: []] += try apply(binding, value, to: &scratch)
+                    continue
+                }
                 switch key {
                 case "pid":
                     let text = try string(value, key)
@@ -186,13 +156,6 @@ public struct AgentConfiguration: Sendable {
                     }
                     try choose(.unit(TargetSpec.normalizedUnitName(name)))
                 case "name": target.name = try string(value, key)
-                case Settings.threshold.configKey: target.threshold = try seconds(Settings.threshold, value)
-                case Settings.launchThreshold.configKey: target.launchThreshold = try seconds(Settings.launchThreshold, value)
-                case Settings.killAfter.configKey: target.killAfter = try seconds(Settings.killAfter, value)
-                case Settings.idleSyscalls.configKey: target.extraIdleSyscalls = Set(try values(Settings.idleSyscalls, value).map(\.number))
-                case Settings.idleFrames.configKey: target.idleFramePatterns = try values(Settings.idleFrames, value)
-                case Settings.busyFrames.configKey: target.busyFramePatterns = try values(Settings.busyFrames, value)
-                case Settings.appFrames.configKey: target.appFramePatterns = try values(Settings.appFrames, value)
                 case "processes":
                     let text = try string(value, key)
                     guard let processes = TargetSpec.Processes(rawValue: text) else {

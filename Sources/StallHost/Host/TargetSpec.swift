@@ -25,13 +25,10 @@ public struct TargetSpec: Sendable, Equatable {
     /// The label in metrics, the journal and state file names (default: unit name, pidfile
     /// path or pid).
     public var name: String?
-    public var threshold: Double?
-    public var launchThreshold: Double?
-    public var killAfter: Double?
-    public var extraIdleSyscalls: Set<Int> = []
-    public var idleFramePatterns: [String] = []
-    public var busyFramePatterns: [String] = []
-    public var appFramePatterns: [String] = []
+    /// This target's own settings (`AgentConfiguration.targetSettings`), as the file gave them
+    /// (texts by config key, checked when the file was read): applied over the options every
+    /// target gets, a repeatable one adding to them.
+    public var overrides: [String: [String]] = [:]
 
     public init(selector: Selector, name: String? = nil) {
         self.selector = selector
@@ -67,13 +64,11 @@ public struct TargetSpec: Sendable, Equatable {
     /// The base options with this target's overrides applied.
     public func monitorOptions(base: MonitorOptions) -> MonitorOptions {
         var options = base
-        if let threshold { options.threshold = threshold }
-        if let launchThreshold { options.launchThreshold = launchThreshold }
-        if let killAfter { options.killAfter = killAfter }
-        options.extraIdleSyscalls.formUnion(extraIdleSyscalls)
-        options.idleFramePatterns += idleFramePatterns
-        options.busyFramePatterns += busyFramePatterns
-        options.appFramePatterns += appFramePatterns
+        for binding in MonitorOptions.settingBindings {
+            guard let key = binding.setting.configKey, let texts = overrides[key] else { continue }
+            // The file's reader refused a bad text, with its line: none is left here.
+            try? binding.apply(texts, to: &options)
+        }
         return options
     }
 

@@ -42,7 +42,6 @@ extension SettingValue where Self: CaseIterable & RawRepresentable, RawValue == 
 }
 
 extension LoopTurnMode: SettingValue {}
-extension OnStall: SettingValue {}
 
 /// Counts (`max-reports`): every count the agent takes must be at least 1.
 extension Int: SettingValue {

@@ -1,11 +1,13 @@
-/// Every setting of the agent, each defined once. `stallagent watch`/`run` declare their
-/// options from these entries and the config file loader reads its keys through them, so a
-/// default, a bound or a message cannot differ between the two.
+/// Every setting of the agent, each defined once: parsing, default, bounds, help, flag and
+/// config key. Where each value goes is its binding (`MonitorOptions.settingBindings`, the
+/// host's and the wrapper's); `stallagent watch`/`run` declare their options from these entries
+/// and the config file loader reads its keys through them, so a default, a bound or a message
+/// cannot differ between the two.
 public enum Settings {
     /// Deadlines and timespecs are computed from durations: larger values overflow them.
     public static let longestDuration = TimeSpan.days(366)
     /// Large enough for any stall that can happen; 10 ms is below one probe's jitter.
-    static let shortestThreshold = TimeSpan.milliseconds(10)
+    public static let shortestThreshold = TimeSpan.milliseconds(10)
 
     // MARK: Detection
 
@@ -109,87 +111,15 @@ public enum Settings {
         help: "Stop watching after this long.",
         range: shortestThreshold...longestDuration)
 
-    // MARK: Host agent
-
-    public static let stateDirectory = Setting<String>(
-        flag: "state-dir", configKey: "state-dir", valueName: "dir",
-        help:
-            "Keep per-stall fingerprint state (rate limits, annealing) here across restarts. Default: the first StateDirectory= entry under systemd, else not kept."
-    )
-
-    public static let metricsFile = Setting<String>(
-        flag: "metrics-file", configKey: "metrics-file", valueName: "path",
-        help: "Write Prometheus metrics to this file atomically (node_exporter textfile collector).")
-
-    public static let metricsListen = Setting<String>(
-        flag: "metrics-listen", configKey: "metrics-listen", valueName: "addr:port",
-        help: "Serve Prometheus metrics on HOST:PORT at /metrics.")
-
-    public static let metricsInterval = Setting<TimeSpan>(
-        flag: "metrics-interval", configKey: "metrics-interval", valueName: "duration",
-        help: "How often the metrics file is rewritten.",
-        default: .seconds(15), range: .milliseconds(100)...longestDuration)
-
-    public static let metricsFingerprints = Setting<Int>(
-        flag: "metrics-fingerprints", configKey: "metrics-fingerprints", valueName: "count",
-        help:
-            "Fingerprints per target with a series of their own in stallagent_stall_fingerprint_total; the least recent beyond it are counted as fingerprint=\"other\".",
-        default: 20, range: 1...1000)
-
-    /// The command line allowed 50 ms, the config file 100 ms: the lower bound won, so that no
-    /// value that worked before is refused now.
-    public static let retryInterval = Setting<TimeSpan>(
-        flag: "retry-interval", configKey: "retry-interval", valueName: "duration",
-        help: "How often a --unit or --pidfile target that is not running is looked for.",
-        default: .seconds(2), range: .milliseconds(50)...longestDuration)
-
-    /// In the config file under `retention:`.
-    public static let maxReports = Setting<Int>(
-        flag: "max-reports", configKey: "max-reports", valueName: "count",
-        help: "Keep at most this many reports in the report directory (oldest go first).")
-
-    /// In the config file under `retention:`.
-    public static let maxReportBytes = Setting<ByteSize>(
-        flag: "max-report-bytes", configKey: "max-bytes", valueName: "size",
-        help: "Keep the report directory under this size, e.g. 200MB.",
-        range: ByteSize(bytes: 1)...(.exbibytes(4)))
-
-    /// In the config file under `retention:`. Compared with file ages only, never turned into a
-    /// deadline: the command line's 100 years won over the config file's 366 days.
-    public static let maxReportAge = Setting<TimeSpan>(
-        flag: "max-report-age", configKey: "max-age", valueName: "duration",
-        help: "Delete reports older than this, e.g. 30d.",
-        range: .seconds(1)...(.days(36600)))
-
-    // MARK: Wrapped commands (the command line only)
-
-    public static let onStall = Setting<OnStall>(
-        flag: "on-stall", configKey: nil, valueName: "report|fail",
-        help: "report: write reports only; fail: also exit 86 if the command succeeded but stalled.",
-        default: .report)
-
-    public static let timeout = Setting<TimeSpan>(
-        flag: "timeout", configKey: nil, valueName: "duration",
-        help: "Limit for the whole run: snapshot every watched process (0xbaaaaaad reports), then terminate the command (exit 124).",
-        range: .milliseconds(1)...longestDuration)
-
-    public static let batchThreshold = Setting<TimeSpan>(
-        flag: "batch-threshold", configKey: nil, valueName: "duration|off",
-        help:
-            "Stall threshold for batch processes (never seen idle, e.g. a test runner): a frame held this long is a stall. 'off' watches them like --pid does at start-up (--launch-threshold). Default: --threshold.",
-        off: .forever, range: shortestThreshold...longestDuration)
-
-    /// Every setting, for the tests that hold the command line and the config file to the table.
-    public static let all: [any AnySetting] = [
-        threshold, launchThreshold, probeInterval, sampleInterval, idleSyscalls, idleFrames, busyFrames, appFrames, loopTurns,
-        maxStack, perfSampling, debugDirectories, reportDirectory, quiet, keepArgv, killAfter, minReportInterval,
-        duration, stateDirectory, metricsFile, metricsListen, metricsInterval, metricsFingerprints, retryInterval, maxReports,
-        maxReportBytes, maxReportAge, onStall, timeout, batchThreshold,
-    ]
+    /// The watch settings, for the tests that hold the command line and the config file to the
+    /// table; the host's (`Settings.host`) and the wrapper's (`Settings.wrapper`) live with them.
+    public static let watch: [any AnySetting] = MonitorOptions.settingBindings.map(\.setting)
 }
 
 /// A setting whatever its value type.
 public protocol AnySetting: Sendable {
+    /// Its flag, else its config key: how messages and tables name it.
+    var name: String { get }
     var flag: String? { get }
     var configKey: String? { get }
     var valueName: String { get }

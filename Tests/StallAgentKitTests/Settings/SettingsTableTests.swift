@@ -10,6 +10,7 @@ import Testing
 /// default, the same bounds, the same message for the same bad value.
 @Suite struct SettingsTableTests {
     let agent = FixtureProcess.stallagentURL
+    static let allSettings = Settings.watch + Settings.host + Settings.wrapper
 
     /// Bad texts of every kind of value: negative, huge, NaN, infinite, malformed, zero.
     static func badTexts(for setting: any AnySetting) -> [String] {
@@ -35,14 +36,14 @@ import Testing
 
     @Test func everySettingWithAKeyIsReadByTheConfigFile() {
         let known = AgentConfiguration.topLevelKeys.union(AgentConfiguration.targetKeys).union(AgentConfiguration.retentionKeys)
-        for setting in Settings.all {
+        for setting in Self.allSettings {
             guard let key = setting.configKey else { continue }
             #expect(known.contains(key), "\(key)")
         }
     }
 
     @Test func everyDefaultReadsBackAsItself() {
-        for setting in Settings.all {
+        for setting in Self.allSettings {
             guard let text = setting.defaultText else { continue }
             #expect(setting.problem(with: text) == nil, "\(setting.flag ?? "?") default \(text)")
         }
@@ -72,7 +73,7 @@ import Testing
         // The command line declares its options from the same entries: its help shows each default.
         let help = try runCommand(agent, ["watch", "--help"]).stdout + (try runCommand(agent, ["run", "--help"]).stdout)
         let flat = help.split(whereSeparator: \.isWhitespace).joined(separator: " ")
-        for setting in Settings.all {
+        for setting in Self.allSettings {
             guard let flag = setting.flag else { continue }
             #expect(flat.contains("--\(flag)"), "--\(flag) missing from --help")
             guard let text = setting.defaultText, setting is Setting<TimeSpan> || setting is Setting<ByteSize> else { continue }
@@ -100,7 +101,7 @@ import Testing
     /// `FILE:LINE: 'key': PROBLEM` in the config file, PROBLEM the same.
     @Test func everyBadValueIsRefusedTheSameWayOnBothPaths() throws {
         var cases: [(flag: String, text: String, problem: SettingProblem)] = []
-        for setting in Settings.all {
+        for setting in Self.allSettings {
             guard let flag = setting.flag, let key = setting.configKey else { continue }
             for text in Self.badTexts(for: setting) {
                 guard let problem = setting.problem(with: text) else {
@@ -157,6 +158,81 @@ import Testing
             "perf-sampling: no\nkeep-argv: true\nmax-stack: 1MiB\ntargets:\n  - pid: 1\n", path: "/x.yaml")
         #expect(!configuration.monitor.perfSampling && !configuration.monitor.redactArgv)
         #expect(configuration.monitor.maxStackBytes == 1 << 20)
+    }
+
+    /// A value of the setting other than its default, and how it prints back.
+    static func sample(for setting: any AnySetting) -> (text: String, printed: String)? {
+        switch setting {
+        case is Setting<TimeSpan>: ("7s", "7s")
+        case is Setting<ByteSize>: ("1MiB", "1MiB")
+        case is Setting<Int>: ("7", "7")
+        case is Setting<LoopTurnMode>: ("stack-rule", "stack-rule")
+        case is Setting<SystemCall>: ("futex", "\(ProcSyscallInfo.number(ofSyscall: "futex")!)")
+        case is Setting<String>: ("/tmp/sample dir", "/tmp/sample dir")
+        case is Setting<Bool>:
+            setting.defaultText == "true" ? ("false", "false") : ("true", "true")
+        default: nil
+        }
+    }
+
+    static func printed(_ key: String, _ text: String, list: Bool, indent: String = "") -> String {
+        list ? "\(indent)\(key): ['\(text)']" : "\(indent)\(key): '\(text)'"
+    }
+
+    /// Walks the table through the binary: every watch and host setting given by its flag, by
+    /// its key in the config file and (where a target may have it) by a target, and read back
+    /// with `--print-config`; every wrapper setting reaches `run`'s checks by its flag.
+    @Test func everySettingReachesItsUseFromEachPlaceItHas() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("reach-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        var runs: [(what: String, arguments: [String], expected: String)] = []
+        for binding in AgentConfiguration.settingBindings {
+            let setting = binding.setting
+            let (text, printed) = try #require(Self.sample(for: setting), "\(setting.name): no sample value")
+            if let flag = setting.flag {
+                let isSwitch = setting is Setting<Bool>
+                let expected =
+                    setting.configKey.map { Self.printed($0, printed, list: binding.isList, indent: binding.configSection == nil ? "" : "  ") }
+                    ?? "# --\(flag) (command line only): \(printed)"
+                runs.append(("--\(flag)", ["watch", "--print-config"] + (isSwitch ? ["--\(flag)"] : ["--\(flag)", text]), expected))
+            }
+            guard let key = setting.configKey else { continue }
+            let value = "'" + text + "'"
+            let file = directory + "/\(key).yaml"
+            let body = binding.configSection.map { "\($0):\n  \(key): \(value)\n" } ?? "\(key): \(value)\n"
+            try (body + "targets:\n  - pid: 1\n").write(toFile: file, atomically: true, encoding: .utf8)
+            let indent = binding.configSection == nil ? "" : "  "
+            runs.append(
+                ("\(key) in the file", ["watch", "--config", file, "--print-config"], Self.printed(key, printed, list: binding.isList, indent: indent)))
+            if AgentConfiguration.targetSettings.contains(where: { $0.configKey == key }) {
+                let targetFile = directory + "/target-\(key).yaml"
+                try "targets:\n  - pid: 1\n    \(key): \(value)\n".write(toFile: targetFile, atomically: true, encoding: .utf8)
+                runs.append(
+                    (
+                        "\(key) in a target", ["watch", "--config", targetFile, "--print-config"],
+                        // A target's own settings print as the file gave them.
+                        Self.printed(key, text, list: binding.isList, indent: "    ")
+                    ))
+            }
+        }
+        // The wrapper's settings have no --print-config: a bad value refused with the table's
+        // message shows the flag reached its binding.
+        for setting in Settings.wrapper {
+            let flag = try #require(setting.flag)
+            let problem = try #require(setting.problem(with: "bogus"))
+            runs.append(("run --\(flag)", ["run", "--\(flag)", "bogus", "--", "true"], "Error: --\(flag): \(problem)"))
+        }
+        #expect(runs.count > 40)
+        let agent = agent
+        let arguments = runs.map(\.arguments)
+        let results = try concurrentMap(arguments.count) { try runCommand(agent, arguments[$0]) }
+        for (run, result) in zip(runs, results) {
+            #expect((result.stdout + result.stderr).contains(run.expected), "\(run.what): expected \(run.expected) in \(result.stdout) \(result.stderr)")
+        }
+        // Every setting of the table is bound somewhere.
+        let bound = Set((AgentConfiguration.settingBindings.map(\.setting) + RunOptions.settingBindings.map(\.setting)).map(\.name))
+        #expect(Set(Self.allSettings.map(\.name)).subtracting(bound).isEmpty)
     }
 
     @Test func valuesPrintAsTheyAreTyped() {

@@ -16,14 +16,14 @@ import Testing
         #expect(configuration.targets[0].selector == .unit("nginx.service"))
         #expect(configuration.targets[1].selector == .pidfile("/run/myapp/myapp.pid"))
         #expect(configuration.targets[1].label == "myapp")
-        #expect(configuration.targets[1].threshold == 0.25)
-        #expect(configuration.targets[1].extraIdleSyscalls.contains(ProcSyscallInfo.number(ofSyscall: "read")!))
+        #expect(configuration.targets[1].overrides["threshold"] == ["250ms"])
         #expect(configuration.monitor.threshold == 1)
         #expect(configuration.monitor.minimumReportInterval == 600)
         #expect(configuration.retention == ReportRetention(maxReports: 500, maxBytes: 200_000_000, maxAge: 30 * 86400))
         #expect(configuration.metricsFile == "/var/lib/stallagent/metrics/stallagent.prom")
         let options = configuration.targets[1].monitorOptions(base: configuration.monitor)
         #expect(options.threshold == 0.25 && options.launchThreshold == 10)
+        #expect(options.extraIdleSyscalls.contains(ProcSyscallInfo.number(ofSyscall: "read")!))
     }
 
     /// A unit is watched as a whole unless it says `processes: main`; a pid only with `all`.
