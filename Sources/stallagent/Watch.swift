@@ -118,7 +118,10 @@ struct Watch: ParsableCommand {
     @Option(help: ArgumentHelp("A file holding the pid to watch; re-read when that process exits.", valueName: "file"))
     var pidfile: String?
 
-    @Option(help: ArgumentHelp("Watch the targets listed in this YAML file; settings given on the command line go over the file's (--print-config shows the result).", valueName: "file"))
+    @Option(
+        help: ArgumentHelp(
+            "Watch the targets listed in this YAML file; settings given on the command line go over the file's (--print-config shows the result).",
+            valueName: "file"))
     var config: String?
 
     @Option(help: ArgumentHelp("The target's name in metrics, journal fields and state files.", valueName: "name"))
