@@ -1,5 +1,6 @@
 import Foundation
 import StallReports
+import Synchronization
 
 /// One report read back from a report directory, with the folded stacks written beside it.
 public struct LoadedReport: Sendable {
@@ -124,16 +125,15 @@ public struct ReportCollection: Sendable {
 }
 
 /// Slots written by concurrentPerform's iterations, one each, read after it returns.
-final class ParallelResults<Value>: @unchecked Sendable {
-    private var storage: [Value?]
-    private let lock = NSLock()
+final class ParallelResults<Value: Sendable>: Sendable {
+    private let storage: Mutex<[Value?]>
 
-    init(count: Int) { storage = Array(repeating: nil, count: count) }
+    init(count: Int) { storage = Mutex(Array(repeating: nil, count: count)) }
 
     subscript(index: Int) -> Value? {
-        get { lock.withLock { storage[index] } }
-        set { lock.withLock { storage[index] = newValue } }
+        get { storage.withLock { $0[index] } }
+        set { storage.withLock { $0[index] = newValue } }
     }
 
-    var values: [Value?] { lock.withLock { storage } }
+    var values: [Value?] { storage.withLock { $0 } }
 }

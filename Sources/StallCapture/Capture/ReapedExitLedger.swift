@@ -5,7 +5,7 @@ import Synchronization
 /// command's tracer (during a capture) and its parent: a waitpid for a ptrace stop can return
 /// — and reap — the command's exit instead. The status is kept here so the wrapper still
 /// exits with the command's real status.
-public final class ReapedExitLedger: @unchecked Sendable {
+public final class ReapedExitLedger: Sendable {
     public static let shared = ReapedExitLedger()
     private let statuses = Mutex<[Int32: (status: Int32, signal: Int32)]>([:])
 

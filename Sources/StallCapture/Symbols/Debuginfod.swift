@@ -18,7 +18,7 @@ public enum DebuginfodUse: Hashable, Sendable {
 
 /// The debuginfod client: libdebuginfod (elfutils' own client, with its cache and its
 /// negative cache) behind a deadline, one download at a time, each build-id asked once.
-public final class Debuginfod: @unchecked Sendable {
+public final class Debuginfod: Sendable {
     public static let shared = Debuginfod(environment: ProcessInfo.processInfo.environment)
 
     public enum Outcome: Equatable, Sendable {

@@ -418,12 +418,14 @@ final class DwarfSubset {
 
     /// The two workers touch disjoint byte ranges of the buffer (and the info stream only on
     /// worker 0); `concurrentPerform` returns only when both are done.
+    // Unchecked: only worker 1 uses it, filling its own pieces' bytes and `results[0]`, read after `concurrentPerform` returns.
     private struct Work: @unchecked Sendable {
         var subset: DwarfSubset
         var pieces: [Piece]
         var results: UnsafeMutableBufferPointer<Bool>
     }
 
+    // Unchecked: only worker 0 calls `run` and writes `result`, which is read after `concurrentPerform` returns.
     private final class Job: @unchecked Sendable {
         let run: () -> Bool
         var result = false

@@ -10,6 +10,7 @@ import Glibc
 /// One ELF file (or the vDSO's in-memory image), opened once and shared by the unwinder and
 /// the symbolizer. The bytes stay mapped so unwinding can read `.eh_frame` without a
 /// syscall; symbols are read lazily on first use.
+// Unchecked: `bytes` and `elf` are set in init and only read; `heldBudget` is set before the image is shared, read in deinit.
 public final class ElfImage: @unchecked Sendable {
     public struct LoadSegment: Equatable, Sendable {
         public var fileOffset: UInt64
@@ -41,7 +42,7 @@ public final class ElfImage: @unchecked Sendable {
     }
     private let storage: Storage
     /// The libelf handle, for the symbol and DWARF readers of this module.
-    private(set) var elf: OpaquePointer?
+    let elf: OpaquePointer?
     /// Built on first use, under a lock: one image is shared by every monitor of a host agent.
     private let symbolTable = LazyBox<ElfSymbolTable>()
     private let crc = LazyBox<UInt32>()

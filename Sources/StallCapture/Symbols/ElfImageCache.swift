@@ -13,7 +13,7 @@ import Glibc
 /// Every file-system call runs on `BoundedFileIO`'s worker with a deadline: a module on a hung
 /// mount is marked unavailable (and its file system skipped from then on) instead of hanging
 /// the probe loop.
-public final class ElfImageCache: @unchecked Sendable {
+public final class ElfImageCache: Sendable {
     struct FileIdentity: Hashable {
         var device: UInt64
         var inode: UInt64

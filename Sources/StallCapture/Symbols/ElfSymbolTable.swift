@@ -9,6 +9,7 @@ import Synchronization
 /// eu-stack does: a one-shot dump asks a handful of addresses, and sorting a large C++
 /// program's table (Node.js: 180 000 symbols) would be most of its time. A table asked more
 /// often (a watch) is sorted once, without names, for binary search.
+// Unchecked: `sources` (pointers into libelf's data) is set in init and only read; all that changes is in `state`, a Mutex.
 public final class ElfSymbolTable: @unchecked Sendable {
     public struct Match: Equatable, Sendable {
         public var name: String

@@ -1,12 +1,11 @@
 import Synchronization
 
 /// A value computed once, on first use, by whichever thread asks first.
-final class LazyBox<Value>: @unchecked Sendable {
-    private let lock = Mutex<Void>(())
-    private var value: Value?
+final class LazyBox<Value: Sendable>: Sendable {
+    private let value = Mutex<Value?>(nil)
 
     func get(_ make: () -> Value) -> Value {
-        lock.withLock { _ in
+        value.withLock { value in
             if let value { return value }
             let made = make()
             value = made

@@ -3,7 +3,7 @@ import Synchronization
 /// Everything known about the names in one module: its own symbol tables, its debug file's
 /// (or, failing that, its MiniDebugInfo's) `.symtab`, and DWARF for lines and inlines. Each
 /// part is read on first use and kept, so a module costs nothing until a frame lands in it.
-public final class ModuleSymbols: @unchecked Sendable {
+public final class ModuleSymbols: Sendable {
     public let image: ElfImage
     public let debugImage: ElfImage?
     private struct Loaded {

@@ -28,7 +28,7 @@ public struct PerfMap: Sendable {
     }
 
     /// Where names are read from.
-    final class Names: @unchecked Sendable {
+    final class Names: Sendable {
         enum Source {
             case bytes([UInt8])
             /// Read with pread on the file-I/O worker (the file may sit on a hung mount).
@@ -237,7 +237,7 @@ final class PerfMapFile {
     /// Set when the file did not answer in time: the perf map is then given up for good.
     private var hung = false
 
-    private struct Outcome: @unchecked Sendable {
+    private struct Outcome: Sendable {
         var stamp: Stamp?
         var slots: [PerfMap.Slot]?
         var names: PerfMap.Names?

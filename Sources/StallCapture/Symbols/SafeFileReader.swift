@@ -80,17 +80,16 @@ public enum SafeFileReader {
     }
 }
 
-private final class ResultBox<T>: @unchecked Sendable {
+private final class ResultBox<T: Sendable>: Sendable {
     let done = DispatchSemaphore(value: 0)
-    let lock = NSLock()
-    var value: T?
+    let value = Mutex<T?>(nil)
 }
 
 /// Runs file-system work that might never return (a hung NFS or FUSE mount leaves a thread in
 /// uninterruptible sleep) on a worker thread, and waits for it only until a deadline. A worker
 /// that misses its deadline is abandoned (it cannot be cancelled) and a fresh one takes the
 /// next jobs; after a few stuck workers, work is refused at once instead of piling up threads.
-public final class BoundedFileIO: @unchecked Sendable {
+public final class BoundedFileIO: Sendable {
     public static let shared = BoundedFileIO()
 
     /// Long enough for a cold read of a large binary's headers from a slow disk.
@@ -98,9 +97,10 @@ public final class BoundedFileIO: @unchecked Sendable {
     /// Stuck threads kept at most; each holds only its stack.
     static let maxAbandoned = 8
 
+    // Unchecked: `jobs` is read and written only while `condition` is locked, and every job is `@Sendable`.
     private final class Worker: @unchecked Sendable {
         let condition = NSCondition()
-        var jobs: [() -> Void] = []
+        var jobs: [@Sendable () -> Void] = []
 
         init() {
             let thread = Thread { [self] in run() }
@@ -119,7 +119,7 @@ public final class BoundedFileIO: @unchecked Sendable {
             }
         }
 
-        func submit(_ job: @escaping () -> Void) {
+        func submit(_ job: @escaping @Sendable () -> Void) {
             condition.lock()
             jobs.append(job)
             condition.signal()
@@ -141,7 +141,7 @@ public final class BoundedFileIO: @unchecked Sendable {
 
     /// `body`'s result, or nil when it did not finish within `deadline` seconds (or too many
     /// workers are already stuck).
-    public func run<T>(deadline: Double = BoundedFileIO.defaultDeadline, _ body: @escaping () -> T) -> T? {
+    public func run<T: Sendable>(deadline: Double = BoundedFileIO.defaultDeadline, _ body: @escaping @Sendable () -> T) -> T? {
         guard
             let worker = state.withLock({ state -> Worker? in
                 if state.abandoned >= Self.maxAbandoned { return nil }
@@ -152,9 +152,7 @@ public final class BoundedFileIO: @unchecked Sendable {
         let box = ResultBox<T>()
         worker.submit {
             let value = body()
-            box.lock.lock()
-            box.value = value
-            box.lock.unlock()
+            box.value.withLock { $0 = value }
             box.done.signal()
         }
         if box.done.wait(timeout: .now() + deadline) == .timedOut {
@@ -168,8 +166,6 @@ public final class BoundedFileIO: @unchecked Sendable {
             }
             return nil
         }
-        box.lock.lock()
-        defer { box.lock.unlock() }
-        return box.value
+        return box.value.withLock { $0 }
     }
 }

@@ -12,6 +12,7 @@ import Glibc
 ///
 /// Targets are labelled by their configured name (unit name, pidfile, process name), never
 /// by pid: a service restarting every hour must not create a new series each time.
+// Unchecked: every `var` is read and written only inside `lock.withLock`; the registry and its metrics are Sendable.
 public final class AgentMetrics: @unchecked Sendable {
     public static let stallDurationBuckets: [Double] = [0.25, 0.5, 1, 2, 5, 10, 30, 60, 300]
     public static let version = "0.5.0"

@@ -12,6 +12,7 @@ import Glibc
 /// the request and sending the answer together), so a slow client — one byte a second
 /// resets no timeout here — neither holds its thread for long nor delays anyone else's scrape;
 /// past `maxClients` connections at once, new ones are closed at once.
+// Unchecked: `activeClients` is used only under `clients`, `stopped` and `thread` only under `stopFlag`; `Thread` is not Sendable.
 public final class MetricsListener: @unchecked Sendable {
     /// Seconds one connection may take in all.
     public static let clientDeadline = 2.0
@@ -19,7 +20,7 @@ public final class MetricsListener: @unchecked Sendable {
     private let clients = NSLock()
     private var activeClients = 0
     public let address: String
-    public private(set) var port: UInt16 = 0
+    public let port: UInt16
     private let fd: Int32
     private let render: @Sendable () -> String
     private var thread: Thread?
@@ -69,7 +70,7 @@ public final class MetricsListener: @unchecked Sendable {
     public func start() {
         let thread = Thread { [self] in serve() }
         thread.name = "stallagent-metrics"
-        self.thread = thread
+        stopFlag.withLock { self.thread = thread }
         thread.start()
     }
 
