@@ -567,7 +567,7 @@ import Glibc
             ["--pid", "\(target.pid)", "--report-dir", reports, "--threshold", "0.4s", "--launch-threshold", "0.4s", "--duration", "4.5s"],
             stderrPath: scratch.path("agent.stderr"))
         #expect(agentRun.waitFor("watching python3"), "\(agentRun.stderr)")
-        FileManager.default.createFile(atPath: flag, contents: nil)
+        _ = FileManager.default.createFile(atPath: flag, contents: nil)
         let exit = agentRun.waitForExit(timeout: 30)
         let result = (status: exit?.status ?? -1, stderr: agentRun.stderr)
         #expect(result.status == 0, "\(result.stderr)")

@@ -46,7 +46,7 @@ import Glibc
 
         // A "report" of 65 MiB (sparse): refused by its size.
         let huge = scratch.path("huge.json")
-        FileManager.default.createFile(atPath: huge, contents: nil)
+        _ = FileManager.default.createFile(atPath: huge, contents: nil)
         #expect(truncate(huge, 65 << 20) == 0)
         let symbolicated = try runCommand(agent, ["symbolicate", huge], timeout: 30)
         #expect(symbolicated.status == 64, "\(symbolicated.stderr)")

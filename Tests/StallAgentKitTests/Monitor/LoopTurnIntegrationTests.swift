@@ -13,13 +13,6 @@ import Glibc
 /// blocked call, and a process parked in sigsuspend is idle — with the kernel counters and
 /// with the stack rule.
 @Suite(.serialized, .tags(.timed)) struct LoopTurnIntegrationTests {
-    struct LoggedStep: Decodable {
-        var kind: String
-        var start_mono: Double
-        var end_mono: Double
-        var seconds: Double
-    }
-
     static let modes: [LoopTurnMode] = [.auto, .stackRule]
 
     /// `waitsInALoop`: the thread idles in a loop's wait (epoll_wait) or stays busy past half a
@@ -31,33 +24,27 @@ import Glibc
     )
         throws -> (MonitorSummary, String)
     {
-        var options = MonitorOptions()
-        options.reportDirectory =
-            FileManager.default.temporaryDirectory
-            .appendingPathComponent("stallagent-test-\(UUID().uuidString)").path
-        options.duration = duration
-        options.quiet = true
-        options.loopTurns = mode
-        configure(&options)
-        let monitor = try StallMonitor(pid: pid, options: options, log: { _ in })
-        // auto: the stack rule until the loop is first seen idle, then the kernel's counters.
-        #expect(monitor.loopTurnEvidence == .stackRule)
-        let summary = monitor.run()
+        let run = try watchMonitor(
+            pid: pid, duration: duration,
+            configure: {
+                $0.loopTurns = mode
+                configure(&$0)
+            },
+            beforeRun: { monitor in
+                // auto: the stack rule until the loop is first seen idle, then the kernel's counters.
+                #expect(monitor.loopTurnEvidence == .stackRule)
+            })
         if mode == .stackRule || !waitsInALoop {
-            #expect(summary.loopTurnEvidence == .stackRule)
+            #expect(run.summary.loopTurnEvidence == .stackRule)
         } else if geteuid() == 0 {
-            #expect(summary.loopTurnEvidence == .kernelCounter, "\(monitor.loopTurnsNote ?? "")")
+            #expect(run.summary.loopTurnEvidence == .kernelCounter, "\(run.monitor.loopTurnsNote ?? "")")
         }
-        return (summary, options.reportDirectory)
+        return (run.summary, run.reportDirectory)
     }
 
-    func steps(_ path: String) throws -> [LoggedStep] {
-        try String(contentsOfFile: path, encoding: .utf8).split(separator: "\n").map {
-            try JSONDecoder().decode(LoggedStep.self, from: Data($0.utf8))
-        }
-    }
+    func steps(_ path: String) throws -> [FixtureStep] { try FixtureStep.read(path) }
 
-    func overlapping(_ stalls: [MonitorSummary.Stall], _ step: LoggedStep) -> [MonitorSummary.Stall] {
+    func overlapping(_ stalls: [MonitorSummary.Stall], _ step: FixtureStep) -> [MonitorSummary.Stall] {
         stalls.filter { $0.startMonotonic < step.end_mono && $0.endMonotonic > step.start_mono }
     }
 

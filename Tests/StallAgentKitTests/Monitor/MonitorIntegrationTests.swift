@@ -11,32 +11,11 @@ import Glibc
 /// The watchdog against real event loops under real ptrace. The fixture logs its own stall
 /// windows on CLOCK_MONOTONIC, the clock the agent uses: that log is the oracle.
 @Suite(.serialized, .tags(.timed)) struct MonitorIntegrationTests {
-    struct LoggedStep: Decodable {
-        var kind: String
-        var start_mono: Double
-        var end_mono: Double
-        var seconds: Double
-    }
-
-    func temporaryDirectory() -> String {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("stallagent-test-\(UUID().uuidString)").path
-        return dir
-    }
+    func temporaryDirectory() -> String { temporaryPath() }
 
     func watch(pid: Int32, duration: Double?, configure: (inout MonitorOptions) -> Void = { _ in }) throws -> (MonitorSummary, String) {
-        var options = MonitorOptions()
-        options.reportDirectory = temporaryDirectory()
-        options.duration = duration
-        options.quiet = true
-        configure(&options)
-        let monitor = try StallMonitor(pid: pid, options: options, log: { _ in })
-        return (monitor.run(), options.reportDirectory)
-    }
-
-    func readLog(_ path: String) throws -> [LoggedStep] {
-        try String(contentsOfFile: path, encoding: .utf8).split(separator: "\n").map {
-            try JSONDecoder().decode(LoggedStep.self, from: Data($0.utf8))
-        }
+        let run = try watchMonitor(pid: pid, duration: duration, configure: configure)
+        return (run.summary, run.reportDirectory)
     }
 
     /// Every kind of stall in one event-loop run: each reported once, with the right reason,
@@ -51,7 +30,7 @@ import Glibc
         let (summary, reportDir) = try watch(pid: fixture.pid, duration: 60)
         defer { try? FileManager.default.removeItem(atPath: reportDir) }
         #expect(summary.targetExited)
-        let steps = try readLog(log)
+        let steps = try FixtureStep.read(log)
         #expect(steps.count == 7)
         let expected: [String: (reason: String, function: String)] = [
             "spin": ("hang", "busy_compute"), "sleep": ("blocked", "blocking_sleep"),

@@ -18,14 +18,9 @@ import Glibc
     /// Watches `fixture` until it exits (30 s at most), quietly, into a report directory
     /// removed afterwards.
     private func watch(_ fixture: FixtureProcess, perfSampling: Bool = true) throws -> (StallMonitor, MonitorSummary) {
-        var options = MonitorOptions()
-        options.reportDirectory = FileManager.default.temporaryDirectory.appendingPathComponent("perf-\(UUID().uuidString)").path
-        options.quiet = true
-        options.duration = 30
-        options.perfSampling = perfSampling
-        defer { try? FileManager.default.removeItem(atPath: options.reportDirectory) }
-        let monitor = try StallMonitor(pid: fixture.pid, options: options, log: { _ in })
-        return (monitor, monitor.run())
+        let run = try watchMonitor(pid: fixture.pid, duration: 30) { $0.perfSampling = perfSampling }
+        try? FileManager.default.removeItem(atPath: run.reportDirectory)
+        return (run.monitor, run.summary)
     }
 
     @Test(.enabled(if: available, "perf_event sampling of a thread is not permitted here (root, CAP_PERFMON or perf_event_paranoid <= 1)"))

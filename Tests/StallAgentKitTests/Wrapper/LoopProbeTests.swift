@@ -9,18 +9,9 @@ import Glibc
 
 /// libstallprobe.so: exact loop boundaries from inside the target.
 @Suite(.serialized, .tags(.timed)) struct LoopProbeTests {
-    struct Step: Decodable {
-        var kind: String
-        var seconds: Double
-    }
-
     var library: String { FixtureProcess.executableURL.deletingLastPathComponent().appendingPathComponent("libstallprobe.so").path }
 
-    func steps(_ path: String) throws -> [Step] {
-        try String(contentsOfFile: path, encoding: .utf8).split(separator: "\n").map {
-            try JSONDecoder().decode(Step.self, from: Data($0.utf8))
-        }
-    }
+    func steps(_ path: String) throws -> [FixtureStep] { try FixtureStep.read(path) }
 
     @Test func wrapperWithLoopProbeMeasuresStallsExactly() throws {
         try #require(FileManager.default.fileExists(atPath: library), "scripts/setup builds libstallprobe.so")
