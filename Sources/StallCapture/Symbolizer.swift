@@ -58,7 +58,11 @@ public final class Symbolizer {
             symbolizingStack = false
             perfMapForStack = nil
         }
-        let native = stack.frames.enumerated().map { index, frame in symbolize(frame, index: index, sourceLines: sourceLines) }
+        var native = stack.frames.enumerated().map { index, frame in symbolize(frame, index: index, sourceLines: sourceLines) }
+        for (index, function) in stack.javascript where native.indices.contains(index) {
+            native[index] = SymbolizedFrame(
+                javascript: function, index: index, stackPointer: native[index].stackPointer)
+        }
         guard let python = stack.python else { return native }
         return PythonStackSplicer.splice(native, python)
     }

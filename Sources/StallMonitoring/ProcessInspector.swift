@@ -28,6 +28,17 @@ public final class ProcessInspector {
     }
     private var pythonReader: PythonFrameReader?
     private var pythonLookedFor = false
+    /// Names the JavaScript functions of V8 frames, when the process runs Node (its binary
+    /// exports V8's postmortem metadata). Looked for on first use, as the Python reader.
+    public var javascript: V8FrameReader? {
+        if !javascriptLookedFor {
+            javascriptLookedFor = true
+            javascriptReader = V8FrameReader(pid: pid, modules: modules)
+        }
+        return javascriptReader
+    }
+    private var javascriptReader: V8FrameReader?
+    private var javascriptLookedFor = false
     /// False with `--no-python-frames` (and for measuring what they cost).
     public var readsPythonFrames = true
     /// Incremented when the process is found to have exec'd another program.
@@ -97,6 +108,8 @@ public final class ProcessInspector {
         // The new program may (no longer) be a Python interpreter.
         pythonLookedFor = false
         pythonReader = nil
+        javascriptLookedFor = false
+        javascriptReader = nil
         // Its maps now, even if they were read since the exec: the executable's mapping is
         // what a later exec of the same file is told by, and a stale one would look like one.
         _ = try? refreshModules(force: true)
@@ -126,6 +139,10 @@ public final class ProcessInspector {
         if pythonReader.map({ reader in !fresh.modules.contains { $0.path == reader.modulePath } }) ?? true {
             pythonLookedFor = false
             pythonReader = nil
+        }
+        if let reader = javascriptReader, !fresh.modules.contains(where: { $0.path == reader.modulePath }) {
+            javascriptLookedFor = false
+            javascriptReader = nil
         }
         // An exec replaces the maps wholesale; the program may be another one (or the same
         // file with another command line, which the caller re-reads too).
@@ -319,12 +336,34 @@ public final class ProcessInspector {
     /// Unwinds a snapshot and names its Python frames (read with it) with the target running.
     public func unwind(_ snapshot: ThreadSnapshot) -> UnwoundStack {
         var stack = unwinder.unwind(snapshot)
+        if let reader = javascript { nameJavaScript(&stack, snapshot: snapshot, reader: reader) }
         if readsPythonFrames, let reader = python {
             stack.python =
                 snapshot.interpreterChain.map(reader.resolve)
                 ?? reader.unsupportedNote.map { PythonStack(activations: [], note: $0, version: reader.version) }
         }
         return stack
+    }
+
+    /// Names the V8 frames: code with no module (JIT code) or in one of V8's builtins (the
+    /// interpreter's trampoline and handlers, which the binary embeds), whose frame pointer
+    /// the unwind knew.
+    private func nameJavaScript(_ stack: inout UnwoundStack, snapshot: ThreadSnapshot, reader: V8FrameReader) {
+        for (index, frame) in stack.frames.enumerated() {
+            guard let framePointer = frame.framePointer else { continue }
+            let address = frame.lookupAddress(isInnermost: index == 0)
+            if let module = modules.module(containing: address) {
+                guard module.path == reader.modulePath,
+                    symbolizer.symbols(for: module)?.functionSymbol(module.moduleOffset(of: address))?.name.hasPrefix("Builtins_")
+                        ?? false
+                else { continue }
+            } else {
+                guard let mapping = modules.mapping(containing: address), mapping.executable, !mapping.isFileBacked else { continue }
+            }
+            if let function = reader.frame(framePointer: framePointer, stackWord: { snapshot.stackWord(at: $0) }) {
+                stack.javascript[index] = function
+            }
+        }
     }
 
     /// The stack of a thread blocked in `syscall`, read without a stop (nil if it moved),

@@ -908,6 +908,12 @@ public final class StallMonitor {
                 modulePath: module.path, buildId: nil, moduleOffset: module.moduleOffset(of: frame.address),
                 function: symbol?.name, functionOffset: symbol.map { $0.offset &+ (frame.address &- lookup) }, approximate: false)
         }
+        // Node: V8 frames named by their JavaScript function.
+        for (index, function) in stack.javascript where frames.indices.contains(index) {
+            frames[index] = SymbolizedFrame(
+                javascript: function, index: index, stackPointer: frames[index].stackPointer)
+        }
+        if !stack.javascript.isEmpty { keepUnresolvable(frames) }
         // A test runner in Python: the test's own function is a Python frame.
         if let python = stack.python {
             frames = PythonStackSplicer.splice(frames, python)
@@ -920,7 +926,7 @@ public final class StallMonitor {
     /// again when it is written: Python frames (their file and line came with them, no table
     /// names them) and JIT frames (the perf map may have reused the address by then).
     private func keepUnresolvable(_ frames: [SymbolizedFrame]) {
-        for frame in frames where frame.isPython || (frame.module == nil && frame.function != nil) {
+        for frame in frames where frame.isScript || (frame.module == nil && frame.function != nil) {
             if frameCache.count > 50_000 { frameCache.removeAll(keepingCapacity: true) }
             frameCache[frame.address] = frame
         }
@@ -953,7 +959,7 @@ public final class StallMonitor {
     /// What detection keeps of a frame; an unnamed frame is "module+0xOFFSET".
     static func sampledFrame(_ frame: SymbolizedFrame, appFrames: AppFrameRule) -> SampledFrame {
         let isApp = appFrames.isApp(frame)
-        if frame.isPython {
+        if frame.isScript {
             return SampledFrame(
                 function: frame.function ?? "?", module: frame.module ?? SymbolizedFrame.pythonModule,
                 address: frame.address, cfa: frame.stackPointer, language: frame.language, isApp: isApp, site: frame.line)
@@ -970,7 +976,7 @@ public final class StallMonitor {
         if inspector.symbolizer.refreshAfterDownloads() { frameCache = [:] }
         // A Python frame's address is a bytecode instruction's: never a native symbol's.
         var cached = frameCache[frame.address]
-        if let known = cached, known.isPython != frame.isInterpreted { cached = nil }
+        if let known = cached, known.isScript != frame.isInterpreted { cached = nil }
         if cached == nil, frame.isInterpreted {
             cached = SymbolizedFrame(
                 index: index, address: frame.address, stackPointer: frame.cfa, module: frame.module, modulePath: nil,

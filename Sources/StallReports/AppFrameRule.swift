@@ -13,8 +13,8 @@ import StallDetection
 ///   (interpreters, libuv, GLib, libevent, V8, Lua) are not;
 /// - Python: the program's own files; not the standard library, `site-packages`,
 ///   `dist-packages` or frozen modules;
-/// - JIT code (a perf map's names): the script's own functions; not `node:` modules,
-///   `node_modules`, V8 builtins and stubs.
+/// - JIT code (a perf map's names) and JavaScript functions (`V8FrameReader`): the script's
+///   own functions; not `node:` modules, `node_modules`, V8 builtins and stubs.
 ///
 /// `--app-frames GLOB` says what is the user's: a pattern is matched against a frame's
 /// module name, module path, source file and function; `!GLOB` says what is not. The last
@@ -48,6 +48,11 @@ public struct AppFrameRule: Sendable {
         if frame.isPython {
             guard let file = frame.file else { return nil }
             return !isLibraryPython(file: file)
+        }
+        if frame.isJavaScript {
+            // No script: V8's own JavaScript builtins.
+            guard let file = frame.file else { return false }
+            return !(file.hasPrefix("node:") || file.contains("/node_modules/"))
         }
         guard let module = frame.module else {
             // JIT code named from a perf map, or nothing at all.

@@ -12,10 +12,10 @@ public enum StackTextRenderer {
             var number = String(position).padding(toLength: marks ? 3 : 4, withPad: " ", startingAt: 0)
             if marks { number += frame.inApp == true ? "* " : "  " }
             let module = moduleColumn(frame).padding(toLength: moduleWidth, withPad: " ", startingAt: 0)
-            // A Python frame's "address" is its interpreter frame's: not code, so not shown in
-            // the code-address column (the JSON keeps it).
+            // A script frame's "address" is its bytecode's or its function's: not code, so not
+            // shown in the code-address column (the JSON keeps it).
             let address =
-                frame.isPython
+                frame.isScript
                 ? String(repeating: " ", count: 18)
                 : "0x"
                     + String(String(frame.address, radix: 16).reversed())
@@ -33,10 +33,11 @@ public enum StackTextRenderer {
         }
     }
 
-    /// What ran the frame: its module, `[python]` for a Python function (its file follows the
-    /// name), `[JIT]` for code a perf map named.
+    /// What ran the frame: its module, `[python]` or `[js]` for a script's function (its file
+    /// follows the name), `[JIT]` for code a perf map named.
     static func moduleColumn(_ frame: SymbolizedFrame) -> String {
         if frame.isPython { return "[python]" }
+        if frame.isJavaScript { return "[js]" }
         if let module = frame.module { return module }
         return frame.function == nil ? "???" : "[JIT]"
     }

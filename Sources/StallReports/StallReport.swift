@@ -168,6 +168,7 @@ public struct StallReport: Codable, Sendable {
         // (a sleep in `subprocess.run` is the caller's; a pytest runner frame never the test's).
         if let own = frames.first(where: { $0.isPython && !isLibraryPython($0) }) { return own }
         if let python = frames.first(where: \.isPython) { return python }
+        if let javascript = frames.first(where: \.isJavaScript) { return javascript }
         if let jit = frames.firstIndex(where: { $0.module == nil && $0.function != nil }) {
             let runtime = Set(frames[jit...].compactMap(\.module))
             if frames[..<jit].allSatisfy({ isSystemModule($0) || $0.module.map(runtime.contains) ?? true }) {

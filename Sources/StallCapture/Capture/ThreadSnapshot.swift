@@ -39,4 +39,16 @@ public struct ThreadSnapshot: Sendable {
     /// that read differently just before the stop, so their value while the thread was
     /// stopped is unknown. The unwinder does not read them (unwind end `.stackChanged`).
     public var changedWords: Set<Int> = []
+
+    /// The 8-byte word at `address` in the stack copy, nil outside it or where the copy made
+    /// after the resume saw it change.
+    public func stackWord(at address: UInt64) -> UInt64? {
+        guard address >= stackStart, address - stackStart <= UInt64(stack.count), UInt64(stack.count) - (address - stackStart) >= 8
+        else { return nil }
+        let offset = Int(address - stackStart)
+        if !changedWords.isEmpty, changedWords.contains(offset >> 3) || (offset & 7 != 0 && changedWords.contains((offset >> 3) + 1)) {
+            return nil
+        }
+        return stack.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: offset, as: UInt64.self) }
+    }
 }

@@ -32,9 +32,20 @@ public struct SymbolizedFrame: Codable, Equatable, Sendable {
 
     public var isPython: Bool { language == SymbolizedFrame.pythonLanguage }
 
+    /// "javascript" for a V8 frame named by its JavaScript function (`V8FrameReader`).
+    public static let javascriptLanguage = "javascript"
+    /// The module column of a JavaScript frame: its script is in `file`.
+    public static let javascriptModule = "js"
+
+    public var isJavaScript: Bool { language == SymbolizedFrame.javascriptLanguage }
+
+    /// A script's function (Python, JavaScript) rather than machine code: named by itself,
+    /// with no module offset.
+    public var isScript: Bool { language != nil }
+
     /// "debugCommand + 4420" / "libc.so.6 + 0x1234" / "0x7f…".
     public var displayName: String {
-        if let function, isPython { return function }
+        if let function, isScript { return function }
         if let function {
             return "\(function) + \(functionOffset ?? 0)" + (approximate ? " (approximate)" : "")
         }

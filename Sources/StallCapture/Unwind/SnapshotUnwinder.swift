@@ -82,7 +82,8 @@ public final class SnapshotUnwinder {
         var atReturnAddress = resumingAtReturnAddress
         while true {
             if frames.isEmpty, !atReturnAddress, let caller = callerOfReturn(registers) {
-                frames.append(UnwoundFrame(address: registers.pc, stackPointer: registers.sp, isSignalFrame: false))
+                frames.append(
+                    UnwoundFrame(address: registers.pc, stackPointer: registers.sp, isSignalFrame: false, framePointer: registers[RegisterFile.rbp]))
                 registers = caller
                 atReturnAddress = true
                 continue
@@ -119,7 +120,9 @@ public final class SnapshotUnwinder {
                     // a frame made of data would only mislead.
                     if !context.isExecutable(address) { return .notCode }
                 }
-                let frame = UnwoundFrame(address: address, stackPointer: sp, isSignalFrame: signal)
+                let frame = UnwoundFrame(
+                    address: address, stackPointer: sp, isSignalFrame: signal,
+                    framePointer: firstOfWalk ? registers[RegisterFile.rbp] : register(RegisterFile.rbp))
                 frames.append(frame)
                 if context.procedureStart(covering: frame.lookupAddress(isInnermost: frames.count == 1)) == nil {
                     let rbp = firstOfWalk ? registers[RegisterFile.rbp] : register(RegisterFile.rbp)

@@ -6,11 +6,15 @@ public struct UnwoundFrame: Equatable, Sendable {
     /// one activation, so recursion and re-entry can be told apart.
     public var stackPointer: UInt64
     public var isSignalFrame: Bool
+    /// RBP in this frame, where the unwind knew it: a V8 frame keeps its function at a fixed
+    /// slot below it (`V8FrameReader`). nil for frames recovered by a frame-record search.
+    public var framePointer: UInt64?
 
-    package init(address: UInt64, stackPointer: UInt64, isSignalFrame: Bool) {
+    package init(address: UInt64, stackPointer: UInt64, isSignalFrame: Bool, framePointer: UInt64? = nil) {
         self.address = address
         self.stackPointer = stackPointer
         self.isSignalFrame = isSignalFrame
+        self.framePointer = framePointer
     }
 
     /// The address to symbolize: a return address points after the call, possibly into the
@@ -47,6 +51,9 @@ public struct UnwoundStack: Sendable {
     public var end: UnwindEnd
     /// Interpreter frames read with the stack, spliced in when it is symbolized.
     public var python: PythonStack?
+    /// JavaScript functions of V8 frames, by frame index: they name those frames when the
+    /// stack is symbolized.
+    public var javascript: [Int: JavaScriptFrame] = [:]
 
     public init(frames: [UnwoundFrame], end: UnwindEnd) {
         self.frames = frames

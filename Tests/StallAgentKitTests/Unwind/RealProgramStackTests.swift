@@ -162,7 +162,9 @@ import Glibc
         if EuStack.url != nil {
             let reference = try EuStack.addresses(pid: process.pid, tid: process.pid)
             let ours = dump.frames.map(\.address)
-            let entry = try #require(dump.frames.firstIndex { $0.function == "Builtins_JSEntry" })
+            // The outermost entry: JavaScript frames (named by their function, their address
+            // the function's) can be below an inner one.
+            let entry = try #require(dump.frames.lastIndex { $0.function == "Builtins_JSEntry" })
             let tail = Array(ours[entry...])
             #expect(
                 reference.count >= tail.count && Array(reference.suffix(tail.count)) == tail,

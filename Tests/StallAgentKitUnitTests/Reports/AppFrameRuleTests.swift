@@ -18,6 +18,24 @@ import Testing
             language: SymbolizedFrame.pythonLanguage)
     }
 
+    static func javascript(_ name: String, _ script: String?) -> SymbolizedFrame {
+        SymbolizedFrame(javascript: JavaScriptFrame(name: name, script: script, line: 11, shared: 0x3001), index: 0, stackPointer: 0)
+    }
+
+    /// JavaScript functions read from V8: the script's own, not Node's (`node:`), installed
+    /// packages' or V8's builtins (no script); the culprit is the handler, not `execSync`.
+    @Test func javascriptFramesAreTheScriptsOwn() {
+        let rule = AppFrameRule()
+        #expect(rule.isApp(Self.javascript("blockExec", "/srv/app/node_server.js")) == true)
+        #expect(rule.isApp(Self.javascript("main", "file:///srv/app/main.mjs")) == true)
+        #expect(rule.isApp(Self.javascript("execSync", "node:child_process")) == false)
+        #expect(rule.isApp(Self.javascript("query", "/srv/app/node_modules/pg/lib/client.js")) == false)
+        #expect(rule.isApp(Self.javascript("PromiseFulfillReactionJob", nil)) == false)
+        let handler = Self.javascript("blockExec", "/srv/app/node_server.js")
+        #expect(handler.displayName == "blockExec" && handler.isScript && !handler.isPython)
+        #expect(StackTextRenderer.moduleColumn(handler) == "[js]")
+    }
+
     @Test func defaultsTellTheProgramFromItsRuntime() {
         let rule = AppFrameRule()
         #expect(rule.isApp(Self.native("run_sleep", "glib_handler", path: "/tmp/glib_handler")) == true)

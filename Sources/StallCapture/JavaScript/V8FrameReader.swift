@@ -1,0 +1,255 @@
+import Foundation
+
+/// A JavaScript function found in a V8 frame: what the report shows instead of an unnamed
+/// JIT address or the interpreter's trampoline.
+public struct JavaScriptFrame: Sendable, Equatable {
+    /// "blockExec"; "<anonymous>" for a function without a name.
+    public var name: String
+    /// The script: a path, a `file://` URL, or `node:internal/…` for Node's own code.
+    public var script: String?
+    /// The line the function is defined on (1-based).
+    public var line: Int?
+    /// Its SharedFunctionInfo's address: one per function, where an interpreted frame's
+    /// return address (the interpreter's trampoline) is the same for every function.
+    public var shared: UInt64 = 0
+}
+
+/// Names the JavaScript functions of a V8 process's frames from outside, with no flag on the
+/// node command line: a JS frame keeps its JSFunction at a fixed slot below its frame pointer
+/// (`v8dbg_off_fp_function`); from it, the SharedFunctionInfo gives the name (a string, or the
+/// ScopeInfo's function name) and the Script its name and line ends.
+///
+/// Read with the target running, right after the capture: the function pointers come from the
+/// stack copy, the objects from the heap. A garbage collection in between can move an object;
+/// every object is then checked by its map's instance type, so a moved one gives no name, never
+/// a wrong one. Results are cached per SharedFunctionInfo, validated again on each use.
+public final class V8FrameReader {
+    static let maxStringLength = 4096
+    static let maxSourceLength = 64 << 20
+    /// ScopeInfo stores context local names inline below this count, a hash table above.
+    static let maxInlinedLocalNames = 75
+
+    public let modulePath: String
+    private let layout: V8Layout
+    private let memory: PythonMemory
+    private var functions: [UInt64: JavaScriptFrame] = [:]
+    private var lineEnds: [UInt64: [Int]] = [:]
+
+    /// The reader for a process whose executable or a library (`libnode.so`) exports V8's
+    /// postmortem metadata; nil for any other process.
+    public init?(pid: Int32, modules: ProcessModules) {
+        var found: (String, V8Layout)?
+        for module in modules.modules where module.name.hasPrefix("node") || module.name.hasPrefix("libnode") {
+            guard let image = module.image, let layout = V8Layout(image: image) else { continue }
+            found = (module.path, layout)
+            break
+        }
+        guard let (path, layout) = found else { return nil }
+        modulePath = path
+        self.layout = layout
+        memory = PythonMemory(pid: pid)
+    }
+
+    /// The JS function of the frame whose frame pointer is `framePointer`, reading the frame's
+    /// slots through `stackWord` (the capture's stack copy); nil for a frame that is not a JS
+    /// function's (an exit, entry or stub frame keeps a frame-type marker, a Smi, where a JS
+    /// frame keeps its context).
+    public func frame(framePointer: UInt64, stackWord: (UInt64) -> UInt64?) -> JavaScriptFrame? {
+        guard framePointer > 16,
+            let context = stackWord(framePointer &+ UInt64(bitPattern: Int64(layout.frameContext))), isHeapObject(context),
+            let function = stackWord(framePointer &+ UInt64(bitPattern: Int64(layout.frameFunction))),
+            let functionType = instanceType(function), layout.functionTypes.contains(functionType),
+            let shared = field(function, layout.functionShared), isHeapObject(shared)
+        else { return nil }
+        if let known = functions[shared], validShared(shared) { return known }
+        guard let named = describe(shared: shared) else { return nil }
+        if functions.count > 50_000 { functions.removeAll(keepingCapacity: true) }
+        functions[shared] = named
+        return named
+    }
+
+    // MARK: Objects
+
+    private func isHeapObject(_ value: UInt64) -> Bool { value & 3 == 1 }
+
+    private func smi(_ value: UInt64?) -> Int? {
+        guard let value, value & 1 == 0 else { return nil }
+        return Int(Int64(bitPattern: value) >> 32)
+    }
+
+    private func field(_ object: UInt64, _ offset: Int) -> UInt64? {
+        memory.word(object &- 1 &+ UInt64(bitPattern: Int64(offset)))
+    }
+
+    private func instanceType(_ object: UInt64) -> Int? {
+        guard isHeapObject(object), let map = field(object, layout.heapObjectMap), isHeapObject(map),
+            let bytes = memory.bytes(map &- 1 &+ UInt64(layout.mapInstanceType), 2)
+        else { return nil }
+        return Int(bytes[0]) | Int(bytes[1]) << 8
+    }
+
+    /// Still a SharedFunctionInfo (a garbage collection may have moved it since).
+    private func validShared(_ shared: UInt64) -> Bool { instanceType(shared) == layout.sharedType }
+
+    private func describe(shared: UInt64) -> JavaScriptFrame? {
+        guard validShared(shared), let nameOrScope = field(shared, layout.sharedNameOrScopeInfo) else { return nil }
+        var name: String?
+        var start: Int?
+        if let type = instanceType(nameOrScope) {
+            if type == layout.scopeInfoType {
+                (name, start) = scopeInfo(nameOrScope)
+            } else if type < layout.firstNonStringType {
+                name = string(nameOrScope, limit: Self.maxStringLength)
+            }
+        }
+        // A function not compiled yet keeps its inferred name and position in UncompiledData.
+        if name?.isEmpty ?? true || start == nil, let offset = layout.sharedFunctionData, let types = layout.uncompiledDataTypes,
+            let data = field(shared, offset), let type = instanceType(data), types.contains(type)
+        {
+            if name?.isEmpty ?? true, let inferred = field(data, layout.uncompiledInferredName) {
+                name = string(inferred, limit: Self.maxStringLength)
+            }
+            if start == nil, let bytes = memory.bytes(data &- 1 &+ UInt64(layout.uncompiledStartPosition), 4) {
+                start = Int(Int32(bitPattern: UInt32(bytes[0]) | UInt32(bytes[1]) << 8 | UInt32(bytes[2]) << 16 | UInt32(bytes[3]) << 24))
+            }
+        }
+        var frame = JavaScriptFrame(name: (name?.isEmpty ?? true) ? "<anonymous>" : name!, script: nil, line: nil, shared: shared)
+        if let script = field(shared, layout.sharedScript), instanceType(script) == layout.scriptType {
+            frame.script = field(script, layout.scriptName).flatMap { string($0, limit: Self.maxStringLength) }
+            if let start, start >= 0 { frame.line = line(of: start, in: script) }
+        }
+        return frame
+    }
+
+    /// The function name and start position a ScopeInfo holds. Its variable part (after the
+    /// flags and counts) is laid out by the flags, per V8 version: context local names (inline
+    /// below 75, else one hash table) and infos, a saved class variable, the function variable
+    /// (its name first), the inferred name, and (V8 11) the position.
+    private func scopeInfo(_ scope: UInt64) -> (name: String?, start: Int?) {
+        let base = scope &- 1 &+ 8
+        func slot(_ index: Int) -> UInt64? { memory.word(base &+ UInt64(8 * index)) }
+        let flags: Int
+        if layout.scopeInfoFixedPosition {
+            guard let raw = slot(0) else { return (nil, nil) }
+            flags = Int(raw & 0xffff_ffff)
+        } else {
+            guard let value = smi(slot(0)) else { return (nil, nil) }
+            flags = value
+        }
+        guard let locals = smi(slot(layout.scopeInfoContextLocals)), (0..<100_000).contains(locals) else { return (nil, nil) }
+        let scopeType = flags & 0xf
+        // V8 11: CLASS 0, EVAL 1, FUNCTION 2, MODULE 3, SCRIPT 4; V8 12.8+: SCRIPT 0, REPL 1,
+        // CLASS 2, EVAL 3, FUNCTION 4, MODULE 5.
+        let isModule = layout.scopeInfoFixedPosition ? scopeType == 5 : scopeType == 3
+        var index = layout.scopeInfoFirstVariables + (isModule ? 1 : 0)
+        index += locals < Self.maxInlinedLocalNames ? locals : 1
+        index += locals
+        if flags >> 10 & 1 == 1 { index += 1 }
+        var name: String?
+        if flags >> 12 & 3 != 0 {
+            name = slot(index).flatMap { string($0, limit: Self.maxStringLength) }
+            index += 2
+        }
+        if flags >> 14 & 1 == 1 {
+            if name?.isEmpty ?? true { name = slot(index).flatMap { string($0, limit: Self.maxStringLength) } }
+            index += 1
+        }
+        let start: Int?
+        if layout.scopeInfoFixedPosition {
+            start = smi(slot(3))
+        } else {
+            start = (1...4).contains(scopeType) ? smi(slot(index)) : nil
+        }
+        return (name, start)
+    }
+
+    // MARK: Lines
+
+    /// The 1-based line holding source `position`, from the script's line ends, or from its
+    /// source when V8 has not computed them (it does so only when something asks for a line).
+    private func line(of position: Int, in script: UInt64) -> Int? {
+        let ends: [Int]
+        if let known = lineEnds[script] {
+            ends = known
+        } else {
+            guard let computed = computeLineEnds(script) else { return nil }
+            if lineEnds.count > 256 { lineEnds.removeAll(keepingCapacity: true) }
+            lineEnds[script] = computed
+            ends = computed
+        }
+        var low = 0
+        var high = ends.count
+        while low < high {
+            let middle = (low + high) / 2
+            if ends[middle] < position { low = middle + 1 } else { high = middle }
+        }
+        return low < ends.count ? low + 1 : nil
+    }
+
+    private func computeLineEnds(_ script: UInt64) -> [Int]? {
+        if let array = field(script, layout.scriptLineEnds), instanceType(array) == layout.fixedArrayType,
+            let count = smi(field(array, layout.fixedArrayLength)), (1...10_000_000).contains(count),
+            let bytes = memory.bytes(array &- 1 &+ UInt64(layout.fixedArrayData), 8 * count)
+        {
+            return (0..<count).compactMap { smi(PythonMemory.word(bytes, $0 * 8)) }
+        }
+        guard let source = field(script, layout.scriptSource).flatMap({ string($0, limit: Self.maxSourceLength) }) else {
+            return nil
+        }
+        // V8's own rule: a line ends at \n, at \r not followed by \n, and at U+2028 and U+2029.
+        var ends: [Int] = []
+        let units = Array(source.utf16)
+        for (index, unit) in units.enumerated() {
+            if unit == 0x0A || unit == 0x2028 || unit == 0x2029 || (unit == 0x0D && (index + 1 == units.count || units[index + 1] != 0x0A)) {
+                ends.append(index)
+            }
+        }
+        ends.append(units.count)
+        return ends
+    }
+
+    // MARK: Strings
+
+    /// A V8 string's text, through cons, thin and sliced strings; nil for what cannot be read
+    /// (an external string whose data is not cached in the object, a string too long).
+    private func string(_ object: UInt64, limit: Int, depth: Int = 0) -> String? {
+        guard depth < 32, let type = instanceType(object), type < layout.firstNonStringType,
+            let lengthBytes = memory.bytes(object &- 1 &+ UInt64(layout.stringLength), 4)
+        else { return nil }
+        let length = Int(UInt32(lengthBytes[0]) | UInt32(lengthBytes[1]) << 8 | UInt32(lengthBytes[2]) << 16 | UInt32(lengthBytes[3]) << 24)
+        guard length <= limit else { return nil }
+        if length == 0 { return "" }
+        let oneByte = type & layout.encodingMask == layout.oneByteTag
+        func decode(_ address: UInt64) -> String? {
+            guard let bytes = memory.bytes(address, oneByte ? length : 2 * length) else { return nil }
+            if oneByte { return String(decoding: bytes.map { UInt16($0) }, as: UTF16.self) }
+            let units = stride(from: 0, to: bytes.count, by: 2).map { UInt16(bytes[$0]) | UInt16(bytes[$0 + 1]) << 8 }
+            return String(decoding: units, as: UTF16.self)
+        }
+        switch type & layout.representationMask {
+        case layout.seqTag:
+            return decode(object &- 1 &+ UInt64(oneByte ? layout.seqOneByteChars : layout.seqTwoByteChars))
+        case layout.consTag:
+            guard let first = field(object, layout.consFirst).flatMap({ string($0, limit: limit, depth: depth + 1) }),
+                let second = field(object, layout.consSecond).flatMap({ string($0, limit: limit, depth: depth + 1) })
+            else { return nil }
+            return first + second
+        case layout.thinTag:
+            return field(object, layout.thinActual).flatMap { string($0, limit: limit, depth: depth + 1) }
+        case layout.slicedTag:
+            guard let offset = smi(field(object, layout.slicedOffset)), offset >= 0,
+                let parent = field(object, layout.slicedParent).flatMap({ string($0, limit: limit &+ offset &+ length, depth: depth + 1) })
+            else { return nil }
+            let units = Array(parent.utf16)
+            guard offset + length <= units.count else { return nil }
+            return String(decoding: units[offset..<offset + length], as: UTF16.self)
+        case layout.externalTag:
+            // Bit 4 marks an uncached external string: its characters are only behind the
+            // embedder's resource object, whose layout is not V8's.
+            guard type & 0x10 == 0, let data = field(object, layout.externalResource + 8) else { return nil }
+            return decode(data)
+        default:
+            return nil
+        }
+    }
+}

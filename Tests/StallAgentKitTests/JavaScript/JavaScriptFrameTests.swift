@@ -1,0 +1,128 @@
+import Foundation
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// V8 frames named by their JavaScript function from outside, with no flag on the node command
+/// line (issue 26): Node's own stack (`new Error().stack`, printed by the script) is the oracle
+/// for names and scripts; the definition lines are the scripts' own.
+@Suite(.serialized) struct JavaScriptFrameTests {
+    let agent = FixtureProcess.stallagentURL
+    static let node = "/usr/bin/node"
+    static var hasNode: Bool { FileManager.default.isExecutableFile(atPath: node) }
+
+    /// A directory with `files` written into it, removed by the caller.
+    func scripts(_ files: [String: String]) throws -> URL {
+        let directory = URL(fileURLWithPath: temporaryPath("js"))
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        for (name, text) in files { try text.write(to: directory.appendingPathComponent(name), atomically: true, encoding: .utf8) }
+        return directory
+    }
+
+    /// Names in `new Error().stack` lines ("    at Timeout.handler [as _onTimeout] (/x/t.js:7:22)"
+    /// → "handler": the receiver and property alias come from the call, not the function).
+    static func stackNames(_ text: String) -> [String] {
+        text.split(separator: "\n").compactMap { line in
+            let trimmed = line.trimmingCharacters(in: .whitespaces)
+            guard trimmed.hasPrefix("at "), let open = trimmed.firstIndex(of: "(") else { return nil }
+            var qualified = trimmed.dropFirst(3)[..<open].trimmingCharacters(in: .whitespaces)
+            if let alias = qualified.range(of: " [as ") { qualified = String(qualified[..<alias.lowerBound]) }
+            return String(qualified.split(separator: ".").last ?? "")
+        }
+    }
+
+    /// A function interpreted once and one compiled hot, both spinning in a timer callback:
+    /// `dump` names each JS frame as Node's own stack does, with its script and the line the
+    /// function is defined on, and the machine frames above them stay.
+    @Test(.enabled(if: hasNode, "needs /usr/bin/node (scripts/setup installs nodejs)"))
+    func dumpNamesEveryJavaScriptFrameAsNodeDoes() throws {
+        let script = """
+            function blockExec() {
+              process.stdout.write('ready\\n' + new Error().stack + '\\n');
+              const end = Date.now() + 20000;
+              while (Date.now() < end) {}
+            }
+            function handler() { blockExec(); }
+            setTimeout(handler, 50);
+            """
+        let directory = try scripts(["spin.js": script])
+        defer { try? FileManager.default.removeItem(at: directory) }
+        // Its `ready` line comes with its stack, when the spin begins.
+        let target = try FixtureProcess(
+            [directory.appendingPathComponent("spin.js").path], executable: URL(fileURLWithPath: Self.node))
+        usleep(300_000)
+        let result = try runCommand(agent, ["dump", "--pid", "\(target.pid)"], timeout: 60)
+        #expect(result.status == 0, "\(result.stderr)")
+        let own = target.output
+        let names = Self.stackNames(own)
+        #expect(names.prefix(2) == ["blockExec", "handler"], "\(own)")
+        let lines = result.stdout.split(separator: "\n").map(String.init)
+        let javascript = lines.filter { $0.contains(" [js] ") }
+        // Node's stack, innermost first, is in ours in the same order (ours also has Node's
+        // internal timer functions, which Node prints too).
+        var rest = javascript[...]
+        for name in names.prefix(4) {
+            guard let found = rest.firstIndex(where: { $0.contains(" \(name) (") }) else {
+                Issue.record("\(name) missing from \(javascript)\n\(result.stdout)")
+                break
+            }
+            rest = rest[(found + 1)...]
+        }
+        #expect(javascript.contains { $0.contains("blockExec (spin.js:1)") }, "\(result.stdout)")
+        #expect(javascript.contains { $0.contains("handler (spin.js:6)") }, "\(result.stdout)")
+        #expect(javascript.contains { $0.contains("listOnTimeout (timers:") }, "\(result.stdout)")
+        // The runtime below the script is still machine code.
+        #expect(lines.contains { $0.contains("uv_run") })
+    }
+
+    /// The issue's reproduction: an http handler shelling out with `execSync('sleep 2')`. The
+    /// stall line, the summary and the report's stall frame all name the handler, `blockExec`,
+    /// with its script and line; Node's own functions between it and the wait are in the
+    /// stack, not the first line.
+    @Test(.enabled(if: hasNode, "needs /usr/bin/node (scripts/setup installs nodejs)"))
+    func aBlockedHttpHandlerIsNamedByItsOwnFunction() throws {
+        let port = 20_000 + Int(getpid() % 5000)
+        let server = """
+            const http = require('http');
+            const { execSync } = require('child_process');
+
+            function fast(req, res) { res.end('ok\\n'); }
+
+            function blockExec(req, res) {
+              execSync('sleep 2');
+              res.end('done\\n');
+            }
+
+            http.createServer((req, res) => {
+              if (req.url === '/block') return blockExec(req, res);
+              fast(req, res);
+            }).listen(\(port), () => console.log('listening'));
+            """
+        let directory = try scripts(["node_server.js": server])
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let target = try FixtureProcess(
+            [directory.appendingPathComponent("node_server.js").path], executable: URL(fileURLWithPath: Self.node),
+            waitForReady: false)
+        try target.waitForLine(prefix: "listening")
+        let reports = directory.appendingPathComponent("reports").path
+        let watch = try BackgroundAgent(
+            ["--pid", "\(target.pid)", "--report-dir", reports, "--duration", "9s"],
+            stderrPath: directory.appendingPathComponent("agent.stderr").path)
+        #expect(watch.waitFor("watching node"), "\(watch.stderr)")
+        usleep(2_500_000)  // node's symbols are read before the first sample
+        let curl = try runCommand(URL(fileURLWithPath: "/usr/bin/curl"), ["-s", "--max-time", "10", "http://127.0.0.1:\(port)/block"], timeout: 20)
+        #expect(curl.stdout == "done\n", "\(curl.stderr)")
+        let exit = watch.waitForExit(timeout: 30)
+        let stderr = watch.stderr
+        #expect(exit?.status == 0, "\(stderr)")
+        #expect(stderr.contains("blocked") && stderr.contains(" in blockExec (node["), "\(stderr)")
+        #expect(stderr.contains("worst: #1 0xbaadca11 blocked"), "\(stderr)")
+        let text = try FileManager.default.contentsOfDirectory(atPath: reports).filter { $0.hasSuffix(".txt") }
+        #expect(text.count == 1, "\(text)")
+        let report = try String(contentsOfFile: reports + "/" + (text.first ?? ""), encoding: .utf8)
+        #expect(report.contains("Stall Frame:         blockExec (js) [node_server.js:6]"), "\(report)")
+        #expect(report.contains("* [js]") && report.contains("execSync (node:child_process:"), "\(report)")
+    }
+}
