@@ -17,6 +17,12 @@ public struct UnwoundFrame: Equatable, Sendable {
         self.framePointer = framePointer
     }
 
+    /// One frame is one activation: the same code at the same stack address. The frame
+    /// pointer is what the unwind happened to know of it (a frame-record search knows none).
+    public static func == (lhs: UnwoundFrame, rhs: UnwoundFrame) -> Bool {
+        lhs.address == rhs.address && lhs.stackPointer == rhs.stackPointer && lhs.isSignalFrame == rhs.isSignalFrame
+    }
+
     /// The address to symbolize: a return address points after the call, possibly into the
     /// next function or line, so callers are looked up one byte earlier.
     public func lookupAddress(isInnermost: Bool) -> UInt64 {

@@ -56,6 +56,31 @@ final class BackgroundAgent {
         return false
     }
 
+    /// Waits until the agent's CPU time stops growing (0.75 s unchanged): it has read the
+    /// target's symbols (2.5 s for node with the debug build, twice that on a busy machine)
+    /// and sleeps until the target's thread wakes it. False on the deadline.
+    func waitUntilIdle(timeout: Double = 30) -> Bool {
+        func cpuTicks() -> Int? {
+            guard let stat = try? String(contentsOfFile: "/proc/\(process.processIdentifier)/stat", encoding: .utf8),
+                let close = stat.range(of: ")", options: .backwards)
+            else { return nil }
+            let fields = stat[close.upperBound...].split(separator: " ")
+            guard fields.count > 13, let user = Int(fields[11]), let system = Int(fields[12]) else { return nil }
+            return user + system
+        }
+        let deadline = Date().addingTimeInterval(timeout)
+        var last = cpuTicks()
+        var steady = 0
+        while Date() < deadline, process.isRunning {
+            usleep(250_000)
+            let now = cpuTicks()
+            steady = now == last ? steady + 1 : 0
+            if steady >= 3 { return true }
+            last = now
+        }
+        return false
+    }
+
     /// Waits for exit; nil on the deadline (then kills it).
     func waitForExit(timeout: Double = 30) -> (status: Int32, signaled: Bool)? {
         let deadline = Date().addingTimeInterval(timeout)

