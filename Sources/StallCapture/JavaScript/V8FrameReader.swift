@@ -21,8 +21,9 @@ public struct JavaScriptFrame: Sendable, Equatable {
 ///
 /// Read with the target running, right after the capture: the function pointers come from the
 /// stack copy, the objects from the heap. A garbage collection in between can move an object;
-/// every object is then checked by its map's instance type, so a moved one gives no name, never
-/// a wrong one. Results are cached per SharedFunctionInfo, validated again on each use.
+/// every object is then checked by its map's instance type, so a moved one gives no name (only
+/// another function's shared info landing at the same address meanwhile could give a wrong
+/// one). Results are cached per SharedFunctionInfo, validated again on each use.
 public final class V8FrameReader {
     static let maxStringLength = 4096
     static let maxSourceLength = 64 << 20
