@@ -20,25 +20,20 @@ public final class ProcessInspector {
     /// `unsupportedNote` says why an interpreter found is not read. Looked for on first use:
     /// a wrapped run inspects many short processes that are never sampled.
     public var python: PythonFrameReader? {
-        if !pythonLookedFor {
-            pythonLookedFor = true
-            pythonReader = PythonFrameReader(pid: pid, modules: modules)
-        }
-        return pythonReader
+        let (pid, modules) = (pid, modules)
+        return pythonReader.get { PythonFrameReader(pid: pid, modules: modules) }
     }
-    private var pythonReader: PythonFrameReader?
-    private var pythonLookedFor = false
+    private var pythonReader = LookedForOnce<PythonFrameReader>()
     /// Names the JavaScript functions of V8 frames, when the process runs Node (its binary
     /// exports V8's postmortem metadata). Looked for on first use, as the Python reader.
     public var javascript: V8FrameReader? {
-        if !javascriptLookedFor {
-            javascriptLookedFor = true
-            javascriptReader = V8FrameReader(pid: pid, modules: modules)
-        }
-        return javascriptReader
+        let (pid, modules) = (pid, modules)
+        return javascriptReader.get { V8FrameReader(pid: pid, modules: modules) }
     }
-    private var javascriptReader: V8FrameReader?
-    private var javascriptLookedFor = false
+    private var javascriptReader = LookedForOnce<V8FrameReader>()
+    /// Whether a return address lies in one of V8's `Builtins_*` (the interpreter's trampoline
+    /// and handlers): asked for every frame of every Node sample, from a few hundred addresses.
+    private var isV8Builtin: [UInt64: Bool] = [:]
     /// False with `--no-python-frames` (and for measuring what they cost).
     public var readsPythonFrames = true
     /// Incremented when the process is found to have exec'd another program.
@@ -106,10 +101,9 @@ public final class ProcessInspector {
         }
         executablePath = (try? ProcFS.readLink("/proc/\(pid)/exe", pid: pid)) ?? executablePath
         // The new program may (no longer) be a Python interpreter.
-        pythonLookedFor = false
-        pythonReader = nil
-        javascriptLookedFor = false
-        javascriptReader = nil
+        pythonReader.reset()
+        javascriptReader.reset()
+        isV8Builtin.removeAll()
         // Its maps now, even if they were read since the exec: the executable's mapping is
         // what a later exec of the same file is told by, and a stale one would look like one.
         _ = try? refreshModules(force: true)
@@ -136,14 +130,14 @@ public final class ProcessInspector {
         unwinder.update(modules: fresh)
         symbolizer.update(modules: fresh)
         // After an exec (or a libpython loaded late) the interpreter may be another one.
-        if pythonReader.map({ reader in !fresh.modules.contains { $0.path == reader.modulePath } }) ?? true {
-            pythonLookedFor = false
-            pythonReader = nil
+        if pythonReader.found.map({ reader in !fresh.modules.contains { $0.path == reader.modulePath } }) ?? true {
+            pythonReader.reset()
         }
-        if let reader = javascriptReader, !fresh.modules.contains(where: { $0.path == reader.modulePath }) {
-            javascriptLookedFor = false
-            javascriptReader = nil
+        if let reader = javascriptReader.found, !fresh.modules.contains(where: { $0.path == reader.modulePath }) {
+            javascriptReader.reset()
         }
+        // Modules may have moved: addresses once in a builtin may now be anything.
+        isV8Builtin.removeAll()
         // An exec replaces the maps wholesale; the program may be another one (or the same
         // file with another command line, which the caller re-reads too).
         let path = try? ProcFS.readLink("/proc/\(pid)/exe", pid: pid)
@@ -353,10 +347,14 @@ public final class ProcessInspector {
             guard let framePointer = frame.framePointer else { continue }
             let address = frame.lookupAddress(isInnermost: index == 0)
             if let module = modules.module(containing: address) {
-                guard module.path == reader.modulePath,
-                    symbolizer.symbols(for: module)?.functionSymbol(module.moduleOffset(of: address))?.name.hasPrefix("Builtins_")
-                        ?? false
-                else { continue }
+                guard module.path == reader.modulePath else { continue }
+                let builtin =
+                    isV8Builtin[address]
+                    ?? (symbolizer.symbols(for: module)?.functionSymbol(module.moduleOffset(of: address))?.name.hasPrefix("Builtins_")
+                        ?? false)
+                if isV8Builtin.count > 4096 { isV8Builtin.removeAll() }
+                isV8Builtin[address] = builtin
+                guard builtin else { continue }
             } else {
                 guard let mapping = modules.mapping(containing: address), mapping.executable, !mapping.isFileBacked else { continue }
             }
