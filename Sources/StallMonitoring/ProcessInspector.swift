@@ -228,6 +228,9 @@ public final class ProcessInspector {
     /// ptrace captures taken twice because the stack changed while it was copied after the
     /// first one's resume (`ThreadCapturer.captureStopped`).
     public private(set) var stackChangedRetakes = 0
+    /// Kernel samples of a Python thread set aside because the frame chain read beside them
+    /// did not settle or did not match their native stack.
+    public private(set) var pythonChainMisses = 0
 
     /// Turns the thread's perf sampler on while it is busy and off while it is not. The first
     /// time, opens it; a refusal (permissions, the perf mlock limit) is final for this process.
@@ -238,8 +241,6 @@ public final class ProcessInspector {
             return
         }
         guard busy else { return }
-        // Python frames are read in the capture window, which a kernel sample does not have.
-        if readsPythonFrames, python != nil { return }
         do {
             let sampler = try PerfStackSampler(
                 tid: tid, period: perfSamplePeriod, stackBytes: capturer.options.maxStackBytes)
@@ -262,16 +263,50 @@ public final class ProcessInspector {
     private func perfSample(tid: Int32, probe: ThreadProbeFiles?) -> (ThreadSnapshot, UnwoundStack)? {
         // The probe's last read of the syscall file, not a new one: it was read this probe.
         guard let sampler = perfSamplers[tid], sampler.isEnabled, probe?.lastSyscall == .running,
-            let snapshot = sampler.latest(pid: pid),
+            var snapshot = sampler.latest(pid: pid),
             MonotonicTime.nanos() &- snapshot.timeNanos < 1_000_000_000
         else { return nil }
+        // A Python thread's frame chain, read now with the thread running, beside the kernel's
+        // copy of its native stack (docs/architecture.md, "Script frames without a stop").
+        let reader = readsPythonFrames ? python.flatMap { $0.readsFrames ? $0 : nil } : nil
+        if let reader {
+            reader.prepare(tid: tid)
+            guard let chain = reader.readChainWithoutStop(tid: tid) else {
+                pythonChainMisses += 1
+                return nil
+            }
+            snapshot.interpreterChain = chain
+        }
         let stack = unwind(snapshot)
         sampler.fit(snapshot, stack)
         // The kernel copies at most 64 KiB of stack: a deeper one is taken with a stop.
         guard stack.end != .outsideCopiedStack else { return nil }
+        // The chain is some microseconds newer than the kernel's copy: kept only when both have
+        // as many evaluator activations, so each Python frame lands above the evaluator frame
+        // that runs it; a call through C in between sends the sample to the stop.
+        if let reader, let evaluator = reader.evaluator, let python = stack.python {
+            let evaluatorFrames = stack.frames.indices.filter {
+                evaluator.contains(stack.frames[$0].lookupAddress(isInnermost: $0 == 0))
+            }.count
+            guard evaluatorFrames == python.activations.count else {
+                pythonChainMisses += 1
+                return nil
+            }
+        }
         perfSamples += 1
         return (snapshot, stack)
     }
+
+    /// A sample of a running thread taken without stopping it (the kernel's, with its Python
+    /// frames read beside it), nil when there is none: for the monitor early in a busy
+    /// stretch, when a stop is not yet worth its cost (`StallMonitor.sample`).
+    public func sampleWithoutStop(tid: Int32, probe: ThreadProbeFiles?) -> (snapshot: ThreadSnapshot, stack: UnwoundStack)? {
+        perfSample(tid: tid, probe: probe)
+    }
+
+    /// Whether a running thread's samples name interpreter frames that, without a kernel
+    /// sample to read them beside, take a ptrace stop.
+    public var readsPythonChain: Bool { readsPythonFrames && python?.readsFrames == true }
 
     /// Captures one thread. Idle threads are never stopped; a blocked thread is copied
     /// without a stop and, only if that copy lacks a register the unwind needs and its call

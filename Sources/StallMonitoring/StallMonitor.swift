@@ -826,9 +826,25 @@ public final class StallMonitor {
         if inspector.awaitsPerfSample(tid: inspector.pid, running: probe.lastSyscall == .running, cpuNanos: lastCPUNanos) {
             return
         }
+        // A running Python thread in the first half of the threshold is sampled only without a
+        // stop (docs/architecture.md, "Script frames without a stop"): most busy stretches of
+        // a healthy server end long before, and a stop then costs the loop for nothing. Past
+        // half the threshold the stretch may be a stall, and its stack is worth the stop.
+        var stopFree: (snapshot: ThreadSnapshot, stack: UnwoundStack)?
+        // Not in a batch run (a test suite): its episodes are whole tests, named by their
+        // samples, and taken by ptrace anyway (`setPerfSampling` above).
+        if inspector.readsPythonChain, probe.lastSyscall == .running, let age = detector.episodeAge,
+            let phase = detector.episodePhase, phase != .batch, age < detector.configuration.threshold(for: phase) / 2
+        {
+            guard let sampled = inspector.sampleWithoutStop(tid: inspector.pid, probe: probe) else {
+                summary.samplesPutOff += 1
+                return
+            }
+            stopFree = sampled
+        }
         summary.samples += 1
         do {
-            let (snapshot, stack) = try inspector.captureStack(tid: inspector.pid, activity: activity, probe: probe)
+            let (snapshot, stack) = try stopFree ?? inspector.captureStack(tid: inspector.pid, activity: activity, probe: probe)
             if isBackInLoop(snapshot) {
                 // The loop went back to its wait between the probe and the capture: this stack
                 // is the loop's, not the work's, and must not name the stall.

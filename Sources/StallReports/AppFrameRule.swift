@@ -10,7 +10,8 @@ import StallDetection
 /// Defaults, when no user pattern decides:
 /// - machine code: the main executable and shared libraries outside the system's directories
 ///   are the application's; shared libraries under `/usr`, `/lib`, and runtimes by name
-///   (interpreters, libuv, GLib, libevent, V8, Lua) are not;
+///   (interpreters, libuv, GLib, libevent, V8, Lua) are not, nor Python extensions in the
+///   standard library or installed packages and Node addons in `node_modules`, wherever they are;
 /// - Python: the program's own files; not the standard library, `site-packages`,
 ///   `dist-packages` or frozen modules;
 /// - JIT code (a perf map's names) and JavaScript functions (`V8FrameReader`): the script's
@@ -60,6 +61,9 @@ public struct AppFrameRule: Sendable {
             return !isRuntimeJIT(function)
         }
         if SampledFrame.isSystemModule(module) || isRuntimeModule(module) { return false }
+        // A Python extension of the interpreter's own (`lib-dynload`, where pyenv keeps it
+        // under the user's home) or of an installed package, a Node addon under node_modules.
+        if let path = frame.modulePath, isLibraryPython(file: path) || path.contains("/node_modules/") { return false }
         guard isSharedLibrary(module) else { return true }
         // A library of the application's own (a plugin under /opt/app, a build tree) is its
         // code; one the distribution installed is not. Without a path, a library is assumed

@@ -44,6 +44,9 @@ struct Bench: ParsableCommand {
     @Flag(help: "Only the view figure (issue 29: 10 000 stalls drawn by `stallagent view`, opened in headless chromium).")
     var viewOnly = false
 
+    @Flag(help: "Only the Python server figure (issue 26: aiohttp under ab -c 20, stops while healthy, stalls named).")
+    var pythonServerOnly = false
+
     @Flag(help: "Shorter runs.")
     var quick = false
 
@@ -66,6 +69,17 @@ struct Bench: ParsableCommand {
                 var bench = PythonCaptureBenchmark(python: python)
                 bench.captures = quick ? 50 : captures * 2
                 try bench.run()
+                return
+            }
+            let pythonServer = PythonServerBenchmark.findPython(near: me).map {
+                PythonServerBenchmark(python: $0, agentBinary: agentBinary)
+            }
+            if pythonServerOnly {
+                guard let pythonServer else {
+                    print("aiohttp under ab: skipped (scripts/setup installs aiohttp into .build/pyvenv)")
+                    return
+                }
+                try pythonServer.run(quick: quick)
                 return
             }
             if wrapperOnly {
@@ -105,6 +119,12 @@ struct Bench: ParsableCommand {
                 try WrapperBenchmark(agentBinary: agentBinary).run(quick: quick)
                 print("")
                 try DumpBenchmark(agentBinary: agentBinary).run(quick: quick)
+                print("")
+                if let pythonServer {
+                    try pythonServer.run(quick: quick)
+                } else {
+                    print("aiohttp under ab: skipped (scripts/setup installs aiohttp into .build/pyvenv)")
+                }
                 print("")
                 try ScaleBenchmark(fixtures: fixturesURL, agentBinary: agentBinary).run(quick: quick)
                 print("")

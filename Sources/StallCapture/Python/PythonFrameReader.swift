@@ -18,6 +18,11 @@ public final class PythonFrameReader {
     public let unsupportedNote: String?
     /// The module holding `_PyRuntime` (libpython or the python binary).
     public let modulePath: String
+    /// Where `_PyEval_EvalFrameDefault`'s code is in the process: a native stack has one such
+    /// frame per activation of the chain (`PythonStackSplicer`).
+    public let evaluator: Range<UInt64>?
+    /// Whether this interpreter's frames are read at all (`unsupportedNote` says why not).
+    public var readsFrames: Bool { layout != nil }
     private let layout: PythonLayout?
     private let memory: PythonMemory
     private let runtime: UInt64
@@ -47,6 +52,9 @@ public final class PythonFrameReader {
         self.runtime = runtime
         modulePath = module.path
         func symbol(_ name: String) -> UInt64? { image.address(ofSymbol: name).map { module.bias &+ $0 } }
+        evaluator = image.range(ofSymbol: "_PyEval_EvalFrameDefault").map {
+            (module.bias &+ $0.lowerBound)..<(module.bias &+ $0.upperBound)
+        }
         codeType = symbol("PyCode_Type")
         unicodeType = symbol("PyUnicode_Type")
         bytesType = symbol("PyBytes_Type")
@@ -91,6 +99,7 @@ public final class PythonFrameReader {
         version = layout.version
         unsupportedNote = nil
         modulePath = ""
+        evaluator = nil
         codeType = nil
         unicodeType = nil
         bytesType = nil
@@ -175,6 +184,28 @@ public final class PythonFrameReader {
             address = PythonMemory.word(block, layout.framePrevious)
         }
         return PythonFrameChain(frames: frames, note: note)
+    }
+
+    /// Copies `tid`'s chain while the thread runs (docs/architecture.md, "Script frames without
+    /// a stop"): read until two reads in a row agree on every frame's address, code object and
+    /// kind, at most four reads; nil when they never agree (the thread was calling and returning
+    /// faster than a read). Instruction pointers and first locals are the last read's (a loop
+    /// changes them at every step): a line can be a few microseconds newer than the frames
+    /// around it, never another function's.
+    public func readChainWithoutStop(tid: Int32) -> PythonFrameChain? {
+        guard var previous = readChain(tid: tid) else { return nil }
+        for _ in 0..<3 {
+            guard let next = readChain(tid: tid) else { return nil }
+            if next.note == previous.note, next.frames.count == previous.frames.count,
+                zip(next.frames, previous.frames).allSatisfy({
+                    $0.address == $1.address && $0.code == $1.code && $0.owner == $1.owner && $0.isEntry == $1.isEntry
+                })
+            {
+                return next
+            }
+            previous = next
+        }
+        return nil
     }
 
     /// The thread state whose native thread id is `tid`; for the main thread, when no state

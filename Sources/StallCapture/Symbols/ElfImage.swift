@@ -216,6 +216,18 @@ public final class ElfImage: @unchecked Sendable {
     }
 
     /// The virtual address of a named symbol of any type (e.g. a data object), or nil.
+    /// The addresses the named function's code spans (its symbol's value and size), nil when
+    /// no symbol has that name or it has no size.
+    public func range(ofSymbol name: String) -> Range<UInt64>? {
+        guard let elf else { return nil }
+        var found: Range<UInt64>?
+        ElfSymbolTable.forEachSymbol(in: elf) { sym, symbolName, _ in
+            if strcmp(symbolName, name) == 0, sym.st_size > 0 { found = sym.st_value..<(sym.st_value &+ sym.st_size) }
+            return found == nil
+        }
+        return found
+    }
+
     public func address(ofSymbol name: String) -> UInt64? {
         guard let elf else { return nil }
         var found: UInt64?

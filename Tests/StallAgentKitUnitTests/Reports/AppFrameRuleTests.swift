@@ -45,6 +45,12 @@ import Testing
         #expect(rule.isApp(Self.native("SSL_read", "libssl.so.3", path: "/usr/lib/x86_64-linux-gnu/libssl.so.3")) == false)
         // A plugin of the application's own, outside the system's directories, is its code.
         #expect(rule.isApp(Self.native("filter", "libmyplugin.so", path: "/opt/app/lib/libmyplugin.so")) == true)
+        // Not an interpreter's extension outside the system's directories (pyenv's, a venv's).
+        let pyenv = "/root/.pyenv/versions/3.11.7/lib/python3.11/lib-dynload/_asyncio.cpython-311-x86_64-linux-gnu.so"
+        #expect(rule.isApp(Self.native("task_step_impl", "_asyncio.cpython-311-x86_64-linux-gnu.so", path: pyenv)) == false)
+        let parser = "/srv/venv/lib/python3.11/site-packages/aiohttp/_http_parser.cpython-311-x86_64-linux-gnu.so"
+        #expect(rule.isApp(Self.native("cb_on_body", "_http_parser.cpython-311-x86_64-linux-gnu.so", path: parser)) == false)
+        #expect(rule.isApp(Self.native("Hash", "bcrypt_lib.node", path: "/srv/app/node_modules/bcrypt/build/bcrypt_lib.node")) == false)
         #expect(rule.isApp(Self.native("_PyEval_EvalFrameDefault", "python3.11")) == false)
         #expect(rule.isApp(Self.native("uv_run", "node")) == false)
         #expect(rule.isApp(Self.native("worker", "php-fpm8.2")) == false)
