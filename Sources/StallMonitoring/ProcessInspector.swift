@@ -31,9 +31,10 @@ public final class ProcessInspector {
         return javascriptReader.get { V8FrameReader(pid: pid, modules: modules) }
     }
     private var javascriptReader = LookedForOnce<V8FrameReader>()
-    /// Whether a return address lies in one of V8's `Builtins_*` (the interpreter's trampoline
-    /// and handlers): asked for every frame of every Node sample, from a few hundred addresses.
-    private var isV8Builtin: [UInt64: Bool] = [:]
+    /// Whether a return address lies in one of V8's `Builtins_*`, and in the interpreter's (its
+    /// trampoline and bytecode handlers): asked for every frame of every Node sample, from a few
+    /// hundred addresses.
+    private var v8Builtins: [UInt64: (builtin: Bool, interpreter: Bool)] = [:]
     /// False with `--no-python-frames` (and for measuring what they cost).
     public var readsPythonFrames = true
     /// Incremented when the process is found to have exec'd another program.
@@ -103,7 +104,7 @@ public final class ProcessInspector {
         // The new program may (no longer) be a Python interpreter.
         pythonReader.reset()
         javascriptReader.reset()
-        isV8Builtin.removeAll()
+        v8Builtins.removeAll()
         // Its maps now, even if they were read since the exec: the executable's mapping is
         // what a later exec of the same file is told by, and a stale one would look like one.
         _ = try? refreshModules(force: true)
@@ -137,7 +138,7 @@ public final class ProcessInspector {
             javascriptReader.reset()
         }
         // Modules may have moved: addresses once in a builtin may now be anything.
-        isV8Builtin.removeAll()
+        v8Builtins.removeAll()
         // An exec replaces the maps wholesale; the program may be another one (or the same
         // file with another command line, which the caller re-reads too).
         let path = try? ProcFS.readLink("/proc/\(pid)/exe", pid: pid)
@@ -381,19 +382,26 @@ public final class ProcessInspector {
         for (index, frame) in stack.frames.enumerated() {
             guard let framePointer = frame.framePointer else { continue }
             let address = frame.lookupAddress(isInnermost: index == 0)
+            var interpreted = false
             if let module = modules.module(containing: address) {
                 guard module.path == reader.modulePath else { continue }
-                let builtin =
-                    isV8Builtin[address]
-                    ?? (symbolizer.symbols(for: module)?.functionSymbol(module.moduleOffset(of: address))?.name.hasPrefix("Builtins_")
-                        ?? false)
-                if isV8Builtin.count > 4096 { isV8Builtin.removeAll() }
-                isV8Builtin[address] = builtin
-                guard builtin else { continue }
+                let kind =
+                    v8Builtins[address]
+                    ?? {
+                        let name = symbolizer.symbols(for: module)?.functionSymbol(module.moduleOffset(of: address))?.name ?? ""
+                        return (name.hasPrefix("Builtins_"), name.hasPrefix("Builtins_Interpreter") || name.hasSuffix("Handler"))
+                    }()
+                if v8Builtins.count > 4096 { v8Builtins.removeAll() }
+                v8Builtins[address] = kind
+                guard kind.builtin else { continue }
+                interpreted = kind.interpreter
             } else {
                 guard let mapping = modules.mapping(containing: address), mapping.executable, !mapping.isFileBacked else { continue }
             }
-            if let function = reader.frame(framePointer: framePointer, stackWord: { snapshot.stackWord(at: $0) }) {
+            // Not the innermost frame: one still running keeps its bytecode offset in a register.
+            if let function = reader.frame(
+                framePointer: framePointer, stackWord: { snapshot.stackWord(at: $0) }, calledOut: interpreted && index > 0)
+            {
                 stack.javascript[index] = function
             }
         }

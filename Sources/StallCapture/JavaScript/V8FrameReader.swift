@@ -7,7 +7,8 @@ public struct JavaScriptFrame: Sendable, Equatable {
     public var name: String
     /// The script: a path, a `file://` URL, or `node:internal/…` for Node's own code.
     public var script: String?
-    /// The line the function is defined on (1-based).
+    /// 1-based: the line executing in the frame where V8 saved where it is (an interpreted
+    /// frame that called another function), else the line the function is defined on.
     public var line: Int?
     /// Its SharedFunctionInfo's address: one per function, where an interpreted frame's
     /// return address (the interpreter's trampoline) is the same for every function.
@@ -34,6 +35,10 @@ public final class V8FrameReader {
     private let layout: V8Layout
     private let memory: PythonMemory
     private var functions: [UInt64: JavaScriptFrame] = [:]
+    /// The Script of each SharedFunctionInfo named: where an executing line is looked up.
+    private var scripts: [UInt64: UInt64] = [:]
+    private var positionTables: [UInt64: (length: Int, entries: [(code: Int, position: Int)])] = [:]
+    static let maxPositionTableBytes = 4 << 20
     /// By JSFunction: a frame's function named with one read instead of five (`frame`).
     private var closures: [UInt64: (shared: UInt64, frame: JavaScriptFrame)] = [:]
     private var lineEnds: [UInt64: [Int]] = [:]
@@ -57,7 +62,20 @@ public final class V8FrameReader {
     /// slots through `stackWord` (the capture's stack copy); nil for a frame that is not a JS
     /// function's (an exit, entry or stub frame keeps a frame-type marker, a Smi, where a JS
     /// frame keeps its context).
-    public func frame(framePointer: UInt64, stackWord: (UInt64) -> UInt64?) -> JavaScriptFrame? {
+    ///
+    /// `calledOut`: the frame is interpreted and was calling another function (its return
+    /// address is in one of V8's interpreter builtins, and it is not the innermost frame), so
+    /// the interpreter saved the offset of the bytecode it is at in the frame: its line is then
+    /// the executing one, as Node's own stack traces give it, not the definition's.
+    public func frame(framePointer: UInt64, stackWord: (UInt64) -> UInt64?, calledOut: Bool = false) -> JavaScriptFrame? {
+        guard var named = function(framePointer: framePointer, stackWord: stackWord) else { return nil }
+        if calledOut, let line = executingLine(framePointer: framePointer, stackWord: stackWord, shared: named.shared) {
+            named.line = line
+        }
+        return named
+    }
+
+    private func function(framePointer: UInt64, stackWord: (UInt64) -> UInt64?) -> JavaScriptFrame? {
         guard framePointer > 16,
             let context = stackWord(framePointer &+ UInt64(bitPattern: Int64(layout.frameContext))), isHeapObject(context),
             let function = stackWord(framePointer &+ UInt64(bitPattern: Int64(layout.frameFunction)))
@@ -130,6 +148,8 @@ public final class V8FrameReader {
         }
         var frame = JavaScriptFrame(name: (name?.isEmpty ?? true) ? "<anonymous>" : name!, script: nil, line: nil, shared: shared)
         if let script = field(shared, layout.sharedScript), instanceType(script) == layout.scriptType {
+            if scripts.count > 50_000 { scripts.removeAll(keepingCapacity: true) }
+            scripts[shared] = script
             frame.script = field(script, layout.scriptName).flatMap { string($0, limit: Self.maxStringLength) }
             if let start, start >= 0 { frame.line = line(of: start, in: script) }
         }
@@ -179,6 +199,62 @@ public final class V8FrameReader {
     }
 
     // MARK: Lines
+
+    /// The line of the bytecode an interpreted frame is at: its offset (saved in the frame)
+    /// looked up in the BytecodeArray's source position table, as V8's
+    /// `AbstractCode::SourcePosition` does. nil when any object fails its type check.
+    private func executingLine(framePointer: UInt64, stackWord: (UInt64) -> UInt64?, shared: UInt64) -> Int? {
+        guard let recipe = layout.executingLine, let script = scripts[shared],
+            let array = stackWord(framePointer &+ UInt64(bitPattern: Int64(recipe.frameBytecodeArray))),
+            instanceType(array) == recipe.bytecodeArrayType,
+            let tagged = smi(stackWord(framePointer &+ UInt64(bitPattern: Int64(recipe.frameBytecodeOffset)))),
+            case let offset = tagged - (recipe.bytecodeArrayData - 1), offset >= 0,
+            let table = field(array, recipe.sourcePositionTable), let type = instanceType(table), recipe.tableTypes.contains(type),
+            let entries = positionTable(table, recipe: recipe)
+        else { return nil }
+        // The last entry at or before the offset; its position packs the script offset + 1
+        // above an "external" bit (V8's SourcePosition).
+        var position: Int?
+        for entry in entries {
+            if entry.code > offset { break }
+            position = entry.position
+        }
+        guard let packed = position, case let scriptOffset = ((packed >> 1) & ((1 << 30) - 1)) - 1, scriptOffset >= 0 else { return nil }
+        return line(of: scriptOffset, in: script)
+    }
+
+    /// A source position table, decoded: pairs of zig-zag VLQ deltas, the code offset's sign
+    /// carrying the statement flag (V8's `SourcePositionTableIterator`). Cached by address with
+    /// its length: the array does not change once made.
+    private func positionTable(_ table: UInt64, recipe: V8Layout.ExecutingLine) -> [(code: Int, position: Int)]? {
+        guard let length = smi(field(table, recipe.byteArrayLength)), (0...Self.maxPositionTableBytes).contains(length) else { return nil }
+        if let known = positionTables[table], known.length == length { return known.entries }
+        guard let bytes = memory.bytes(table &- 1 &+ UInt64(recipe.byteArrayData), length) else { return nil }
+        var index = 0
+        func next() -> Int? {
+            var value = 0
+            var shift = 0
+            while index < bytes.count, shift < 64 {
+                let byte = bytes[index]
+                index += 1
+                value |= Int(byte & 0x7f) << shift
+                shift += 7
+                if byte & 0x80 == 0 { return (value >> 1) ^ -(value & 1) }
+            }
+            return nil
+        }
+        var entries: [(code: Int, position: Int)] = []
+        var code = -1
+        var position = 0
+        while let codeDelta = next(), let positionDelta = next() {
+            code += codeDelta >= 0 ? codeDelta : -codeDelta - 1
+            position += positionDelta
+            entries.append((code, position))
+        }
+        if positionTables.count > 4096 { positionTables.removeAll(keepingCapacity: true) }
+        positionTables[table] = (length, entries)
+        return entries
+    }
 
     /// The 1-based line holding source `position`, from the script's line ends, or from its
     /// source when V8 has not computed them (it does so only when something asks for a line).

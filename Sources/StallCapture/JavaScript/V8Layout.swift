@@ -51,6 +51,25 @@ struct V8Layout: Sendable, Equatable {
     var externalTag: Int
     var slicedTag: Int
     var thinTag: Int
+    /// Where an interpreted frame keeps its BytecodeArray and the offset of the bytecode it
+    /// is at (a Smi, counted from the array's tagged address), and how that offset maps to a
+    /// source position: nil when the binary does not say (the line is then the definition's).
+    var executingLine: ExecutingLine?
+    struct ExecutingLine: Sendable, Equatable {
+        var frameBytecodeArray: Int
+        var frameBytecodeOffset: Int
+        var bytecodeArrayType: Int
+        var bytecodeArrayData: Int
+        /// BytecodeArray's source position table: not exported, so per version: after map,
+        /// length, constant pool and handler table in V8 11 (32); after map, length and wrapper
+        /// in V8 12.x–13 (24), which moved the array to trusted space.
+        var sourcePositionTable: Int
+        /// ByteArray (V8 11) or TrustedByteArray (13): the table's own type.
+        var tableTypes: Set<Int>
+        var byteArrayLength: Int
+        /// Map and length: where a byte array's bytes start.
+        var byteArrayData: Int
+    }
     /// V8 12.8 moved the ScopeInfo's flags to a raw 32-bit field and its position to fixed
     /// slots (`scopeinfo_idx_first_vars` went from 3 to 5).
     var scopeInfoFixedPosition: Bool
@@ -177,5 +196,17 @@ struct V8Layout: Sendable, Equatable {
         self.slicedTag = slicedTag
         self.thinTag = thinTag
         scopeInfoFixedPosition = scopeInfoFirstVariables == 5
+        if let frameBytecodeArray = constant("off_fp_bytecode_array"), let frameBytecodeOffset = constant("off_fp_bytecode_offset"),
+            let bytecodeArrayType = constant("type_BytecodeArray__BYTECODE_ARRAY_TYPE"),
+            let bytecodeArrayData = constant("class_BytecodeArray__data__uintptr_t"),
+            let byteArrayType = constant("type_ByteArray__BYTE_ARRAY_TYPE")
+        {
+            let trusted = addresses["class_BytecodeArray__wrapper__Tagged_BytecodeWrapper_"] != nil
+            executingLine = ExecutingLine(
+                frameBytecodeArray: frameBytecodeArray, frameBytecodeOffset: frameBytecodeOffset, bytecodeArrayType: bytecodeArrayType,
+                bytecodeArrayData: bytecodeArrayData, sourcePositionTable: trusted ? 24 : 32,
+                tableTypes: Set([byteArrayType] + (constant("type_TrustedByteArray__TRUSTED_BYTE_ARRAY_TYPE").map { [$0] } ?? [])),
+                byteArrayLength: fixedArrayLength, byteArrayData: 16)
+        }
     }
 }

@@ -7,7 +7,7 @@ import Glibc
 
 /// V8 frames named by their JavaScript function from outside, with no flag on the node command
 /// line (issue 26): Node's own stack (`new Error().stack`, printed by the script) is the oracle
-/// for names and scripts; the definition lines are the scripts' own.
+/// for names, scripts and the lines of interpreted callers; the other lines are the scripts' own.
 @Suite(.serialized) struct JavaScriptFrameTests {
     let agent = FixtureProcess.stallagentURL
 
@@ -48,19 +48,32 @@ import Glibc
 
     /// Names in `new Error().stack` lines ("    at Timeout.handler [as _onTimeout] (/x/t.js:7:22)"
     /// → "handler": the receiver and property alias come from the call, not the function).
-    static func stackNames(_ text: String) -> [String] {
+    static func stackNames(_ text: String) -> [String] { stackFrames(text).map(\.name) }
+
+    /// Names and lines of `new Error().stack` ("(/x/t.js:7:22)" → 7).
+    static func stackFrames(_ text: String) -> [(name: String, line: Int?)] {
         text.split(separator: "\n").compactMap { line in
             let trimmed = line.trimmingCharacters(in: .whitespaces)
             guard trimmed.hasPrefix("at "), let open = trimmed.firstIndex(of: "(") else { return nil }
             var qualified = trimmed.dropFirst(3)[..<open].trimmingCharacters(in: .whitespaces)
             if let alias = qualified.range(of: " [as ") { qualified = String(qualified[..<alias.lowerBound]) }
-            return String(qualified.split(separator: ".").last ?? "")
+            let place = trimmed[trimmed.index(after: open)...].dropLast().split(separator: ":")
+            return (String(qualified.split(separator: ".").last ?? ""), place.count >= 3 ? Int(place[place.count - 2]) : nil)
         }
     }
 
+    /// The line our `dump` gives the frame named `name` ("  5  * [js]  handler (spin.js:6)").
+    static func dumpLine(_ lines: [String], _ name: String) -> Int? {
+        guard let line = lines.first(where: { $0.contains(" \(name) (") }), let close = line.lastIndex(of: ")"),
+            let colon = line[..<close].lastIndex(of: ":")
+        else { return nil }
+        return Int(line[line.index(after: colon)..<close])
+    }
+
     /// A function interpreted once and one compiled hot, both spinning in a timer callback:
-    /// `dump` names each JS frame as Node's own stack does, with its script and the line the
-    /// function is defined on, and the machine frames above them stay.
+    /// `dump` names each JS frame as Node's own stack does, with its script and line: the
+    /// executing line for an interpreted caller (the same as Node's), the definition's for the
+    /// innermost or compiled one; the machine frames above them stay.
     @Test(arguments: Node.allCases)
     func dumpNamesEveryJavaScriptFrameAsNodeDoes(_ node: Node) throws {
         let script = """
@@ -95,9 +108,15 @@ import Glibc
             }
             rest = rest[(found + 1)...]
         }
-        #expect(javascript.contains { $0.contains("blockExec (spin.js:1)") }, "\(result.stdout)")
+        // The spinning function: its definition line once compiled, the loop's while interpreted.
+        #expect([1, 4].contains(Self.dumpLine(javascript, "blockExec") ?? 0), "\(result.stdout)")
         #expect(javascript.contains { $0.contains("handler (spin.js:6)") }, "\(result.stdout)")
         #expect(javascript.contains { $0.contains("listOnTimeout (timers:") }, "\(result.stdout)")
+        // Callers run once are interpreted: each at the line Node itself gives, Node's own
+        // timer functions included (their definition lines are elsewhere).
+        for (name, line) in Self.stackFrames(own).dropFirst().prefix(3) {
+            #expect(Self.dumpLine(javascript, name) == line, "\(name): Node says \(line ?? 0)\n\(own)\n\(result.stdout)")
+        }
         // The runtime below the script is still machine code.
         #expect(lines.contains { $0.contains("uv_run") })
     }
@@ -151,7 +170,8 @@ import Glibc
         let text = try FileManager.default.contentsOfDirectory(atPath: reports).filter { $0.hasSuffix(".txt") }
         #expect(text.count == 1, "\(text)")
         let report = try text.first.map { try String(contentsOfFile: reports + "/" + $0, encoding: .utf8) } ?? ""
-        #expect(report.contains("Stall Frame:         blockExec (js) [node_server.js:6]"), "\(report)")
+        // The line executing in the handler: the call to execSync.
+        #expect(report.contains("Stall Frame:         blockExec (js) [node_server.js:7]"), "\(report)")
         #expect(report.contains("* [js]") && report.contains("execSync (node:child_process:"), "\(report)")
     }
 }
