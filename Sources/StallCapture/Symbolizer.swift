@@ -63,6 +63,7 @@ public final class Symbolizer {
             native[index] = SymbolizedFrame(
                 javascript: function, index: index, stackPointer: native[index].stackPointer)
         }
+        if let php = stack.php { native = PHPStackSplicer.splice(native, php) }
         guard let python = stack.python else { return native }
         return PythonStackSplicer.splice(native, python)
     }

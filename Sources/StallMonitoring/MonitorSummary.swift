@@ -41,8 +41,8 @@ public struct MonitorSummary: Sendable {
     public var reportDirectory: String
     public var samples = 0
     public var capturesWithStop = 0
-    /// Samples of a running Python thread not taken: early in a busy stretch, with no way to
-    /// read its frames without a stop (`StallMonitor.sample`).
+    /// Samples of a running thread not taken: early in a busy stretch, with no kernel sample
+    /// to take without a stop (`StallMonitor.sample`).
     public var samplesPutOff = 0
     public var agentCPUSeconds = 0.0
     /// The agent's own age when the summary was made: its CPU share is of that, not of this

@@ -28,13 +28,23 @@ public final class ProcessInspector {
     /// exports V8's postmortem metadata). Looked for on first use, as the Python reader.
     public var javascript: V8FrameReader? {
         let (pid, modules) = (pid, modules)
-        return javascriptReader.get { V8FrameReader(pid: pid, modules: modules) }
+        return javascriptReader.get { V8FrameReader.look(pid: pid, modules: modules) }?.reader
     }
-    private var javascriptReader = LookedForOnce<V8FrameReader>()
+    /// Why a Node process's JavaScript functions are not named (pointer compression, a layout
+    /// not known), for the dump; nil when they are, or for any other process.
+    public var javascriptNote: String? { javascript == nil ? javascriptReader.found?.note : nil }
+    private var javascriptReader = LookedForOnce<(reader: V8FrameReader?, note: String?)>()
     /// Whether a return address lies in one of V8's `Builtins_*`, and in the interpreter's (its
     /// trampoline and bytecode handlers): asked for every frame of every Node sample, from a few
     /// hundred addresses.
     private var v8Builtins: [UInt64: (builtin: Bool, interpreter: Bool)] = [:]
+    /// Names the PHP calls of a php-fpm worker or a php CLI process (its binary exports
+    /// `executor_globals`). Looked for on first use, as the Python reader.
+    public var php: PHPFrameReader? {
+        let (pid, modules) = (pid, modules)
+        return phpReader.get { PHPFrameReader(pid: pid, modules: modules) }
+    }
+    private var phpReader = LookedForOnce<PHPFrameReader>()
     /// False with `--no-python-frames` (and for measuring what they cost).
     public var readsPythonFrames = true
     /// Incremented when the process is found to have exec'd another program.
@@ -104,6 +114,7 @@ public final class ProcessInspector {
         // The new program may (no longer) be a Python interpreter.
         pythonReader.reset()
         javascriptReader.reset()
+        phpReader.reset()
         v8Builtins.removeAll()
         // Its maps now, even if they were read since the exec: the executable's mapping is
         // what a later exec of the same file is told by, and a stale one would look like one.
@@ -134,8 +145,11 @@ public final class ProcessInspector {
         if pythonReader.found.map({ reader in !fresh.modules.contains { $0.path == reader.modulePath } }) ?? true {
             pythonReader.reset()
         }
-        if let reader = javascriptReader.found, !fresh.modules.contains(where: { $0.path == reader.modulePath }) {
+        if let reader = javascriptReader.found?.reader, !fresh.modules.contains(where: { $0.path == reader.modulePath }) {
             javascriptReader.reset()
+        }
+        if phpReader.found.map({ reader in !fresh.modules.contains { $0.path == reader.modulePath } }) ?? true {
+            phpReader.reset()
         }
         // Modules may have moved: addresses once in a builtin may now be anything.
         v8Builtins.removeAll()
@@ -305,17 +319,14 @@ public final class ProcessInspector {
         perfSample(tid: tid, probe: probe)
     }
 
-    /// Whether a running thread's samples name interpreter frames that, without a kernel
-    /// sample to read them beside, take a ptrace stop.
-    public var readsPythonChain: Bool { readsPythonFrames && python?.readsFrames == true }
-
     /// Captures one thread. Idle threads are never stopped; a blocked thread is copied
     /// without a stop and, only if that copy lacks a register the unwind needs and its call
     /// restarts transparently after a ptrace stop (`TransparentRestart`), stopped briefly.
-    public func captureStack(tid: Int32, activity: ThreadActivity, probe: ThreadProbeFiles? = nil) throws
+    /// `mayStop` false: never a stop, whatever the thread does (it throws `threadMoved` instead).
+    public func captureStack(tid: Int32, activity: ThreadActivity, probe: ThreadProbeFiles? = nil, mayStop: Bool = true) throws
         -> (snapshot: ThreadSnapshot, stack: UnwoundStack)
     {
-        let allowStop = activity != .idle
+        let allowStop = mayStop && activity != .idle
         if allowStop, let sampled = perfSample(tid: tid, probe: probe) { return sampled }
         var lastError: Error = StallAgentError.threadMoved(tid: tid)
         let interpreter = interpreterChainReader(tid: tid)
@@ -367,6 +378,8 @@ public final class ProcessInspector {
     public func unwind(_ snapshot: ThreadSnapshot) -> UnwoundStack {
         var stack = unwinder.unwind(snapshot)
         if let reader = javascript { nameJavaScript(&stack, snapshot: snapshot, reader: reader) }
+        // PHP runs on one thread (non-thread-safe builds): its calls are the main thread's.
+        if snapshot.tid == pid, let reader = php { stack.php = reader.read() }
         if readsPythonFrames, let reader = python {
             stack.python =
                 snapshot.interpreterChain.map(reader.resolve)
@@ -435,7 +448,7 @@ public final class ProcessInspector {
             dump.pauseMicroseconds = Double(snapshot.pauseNanos) / 1000
             dump.unwindEnd = stack.end
             dump.frames = symbolizer.symbolize(stack)
-            dump.interpreterNote = stack.python?.note
+            dump.interpreterNote = stack.python?.note ?? stack.php?.note ?? javascriptNote
         } catch let error as StallAgentError {
             switch error {
             case .permissionDenied, .alreadyTraced: throw error

@@ -826,17 +826,23 @@ public final class StallMonitor {
         if inspector.awaitsPerfSample(tid: inspector.pid, running: probe.lastSyscall == .running, cpuNanos: lastCPUNanos) {
             return
         }
-        // A running Python thread in the first half of the threshold is sampled only without a
-        // stop (docs/architecture.md, "Script frames without a stop"): most busy stretches of
+        // A running thread in the first half of the threshold is sampled only without a stop
+        // (docs/architecture.md, "Stops only past half the threshold"): most busy stretches of
         // a healthy server end long before, and a stop then costs the loop for nothing. Past
         // half the threshold the stretch may be a stall, and its stack is worth the stop.
         var stopFree: (snapshot: ThreadSnapshot, stack: UnwoundStack)?
         // Not in a batch run (a test suite): its episodes are whole tests, named by their
         // samples, and taken by ptrace anyway (`setPerfSampling` above).
-        if inspector.readsPythonChain, probe.lastSyscall == .running, let age = detector.episodeAge,
-            let phase = detector.episodePhase, phase != .batch, age < detector.configuration.threshold(for: phase) / 2
+        if let age = detector.episodeAge, let phase = detector.episodePhase, phase != .batch,
+            age < detector.configuration.threshold(for: phase) / 2
         {
-            guard let sampled = inspector.sampleWithoutStop(tid: inspector.pid, probe: probe) else {
+            // Running: the kernel's sample. Blocked: the copy made while it sleeps, which a
+            // short call under load often leaves before the copy is done.
+            let sampled =
+                probe.lastSyscall == .running
+                ? inspector.sampleWithoutStop(tid: inspector.pid, probe: probe)
+                : try? inspector.captureStack(tid: inspector.pid, activity: activity, probe: probe, mayStop: false)
+            guard let sampled else {
                 summary.samplesPutOff += 1
                 return
             }
@@ -930,6 +936,10 @@ public final class StallMonitor {
                 javascript: function, index: index, stackPointer: frames[index].stackPointer)
         }
         if !stack.javascript.isEmpty { keepUnresolvable(frames) }
+        if let php = stack.php {
+            frames = PHPStackSplicer.splice(frames, php)
+            keepUnresolvable(frames)
+        }
         // A test runner in Python: the test's own function is a Python frame.
         if let python = stack.python {
             frames = PythonStackSplicer.splice(frames, python)

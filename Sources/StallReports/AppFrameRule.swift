@@ -14,6 +14,8 @@ import StallDetection
 ///   standard library or installed packages and Node addons in `node_modules`, wherever they are;
 /// - Python: the program's own files; not the standard library, `site-packages`,
 ///   `dist-packages` or frozen modules;
+/// - PHP: the scripts' own functions; not PHP's own (internal) functions, Composer's `vendor/`
+///   or the distribution's `/usr/share/php`;
 /// - JIT code (a perf map's names) and JavaScript functions (`V8FrameReader`): the script's
 ///   own functions; not `node:` modules, `node_modules`, V8 builtins and stubs.
 ///
@@ -50,6 +52,11 @@ public struct AppFrameRule: Sendable {
             guard let file = frame.file else { return nil }
             return !isLibraryPython(file: file)
         }
+        if frame.isPHP {
+            // No script: one of PHP's own functions, written in C (`sleep`, `usort`).
+            guard let file = frame.file else { return false }
+            return !isLibraryPHP(file: file)
+        }
         if frame.isJavaScript {
             // No script: V8's own JavaScript builtins.
             guard let file = frame.file else { return false }
@@ -76,6 +83,11 @@ public struct AppFrameRule: Sendable {
     /// packages, frozen modules (`<frozen importlib._bootstrap>`).
     public static func isLibraryPython(file: String) -> Bool {
         file.hasPrefix("<") || file.contains("/site-packages/") || file.contains("/dist-packages/") || isStandardLibrary(file)
+    }
+
+    /// Composer's packages (`vendor/`) and the distribution's PHP libraries.
+    public static func isLibraryPHP(file: String) -> Bool {
+        file.contains("/vendor/") || file.hasPrefix("/usr/share/php/") || file.hasPrefix("phar://")
     }
 
     /// `…/lib/python3.N/…`, without a regular expression: this runs for every Python frame of

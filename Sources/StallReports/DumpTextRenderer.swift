@@ -30,7 +30,7 @@ public enum DumpTextRenderer {
             if let end = thread.unwindEnd, end != .complete {
                 out.append("  (stack incomplete: \(UnwindEndText.describe(end)))")
             }
-            if let note = thread.interpreterNote { out.append("  (python frames: \(note))") }
+            if let note = thread.interpreterNote { out.append("  (script frames: \(note))") }
         }
         return TerminalSanitizer.lines(out).joined(separator: "\n") + "\n"
     }

@@ -38,6 +38,7 @@ public enum StackTextRenderer {
     static func moduleColumn(_ frame: SymbolizedFrame) -> String {
         if frame.isPython { return "[python]" }
         if frame.isJavaScript { return "[js]" }
+        if frame.isPHP { return "[php]" }
         if let module = frame.module { return module }
         return frame.function == nil ? "???" : "[JIT]"
     }

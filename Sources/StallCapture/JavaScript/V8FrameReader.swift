@@ -44,15 +44,22 @@ public final class V8FrameReader {
     private var lineEnds: [UInt64: [Int]] = [:]
 
     /// The reader for a process whose executable or a library (`libnode.so`) exports V8's
-    /// postmortem metadata; nil for any other process.
-    public init?(pid: Int32, modules: ProcessModules) {
-        var found: (String, V8Layout)?
+    /// postmortem metadata in a layout it reads, or why a Node binary there is not read (a note
+    /// for the user: its frames stay as they were); both nil for a process that runs no Node.
+    public static func look(pid: Int32, modules: ProcessModules) -> (reader: V8FrameReader?, note: String?) {
+        var note: String?
         for module in modules.modules where module.name.hasPrefix("node") || module.name.hasPrefix("libnode") {
-            guard let image = module.image, let layout = V8Layout(image: image) else { continue }
-            found = (module.path, layout)
-            break
+            guard let image = module.image else { continue }
+            var refusal: String?
+            if let layout = V8Layout(image: image, refusal: &refusal) {
+                return (V8FrameReader(pid: pid, modulePath: module.path, layout: layout), nil)
+            }
+            note = note ?? refusal
         }
-        guard let (path, layout) = found else { return nil }
+        return (nil, note)
+    }
+
+    private init(pid: Int32, modulePath path: String, layout: V8Layout) {
         modulePath = path
         self.layout = layout
         memory = PythonMemory(pid: pid)

@@ -75,8 +75,9 @@ struct V8Layout: Sendable, Equatable {
     var scopeInfoFixedPosition: Bool
 
     /// The layout of the V8 in `image`, nil when it exports no postmortem metadata or lacks a
-    /// constant; pointer compression (tagged values of 4 bytes) is not read.
-    init?(image: ElfImage) {
+    /// constant; pointer compression (tagged values of 4 bytes) is not read. `refusal` says why
+    /// a binary that does export the metadata gives no layout.
+    init?(image: ElfImage, refusal: inout String?) {
         // One pass over the symbol tables (node has 110 000 symbols): every constant by name.
         guard let elf = image.elf else { return nil }
         var addresses: [String: UInt64] = [:]
@@ -100,6 +101,11 @@ struct V8Layout: Sendable, Equatable {
             }
             return nil
         }
+        if constant("TaggedSize") == 4 {
+            refusal = "V8 built with pointer compression (4-byte tagged values) is not read: JavaScript functions are not named"
+            return nil
+        }
+        refusal = "this V8's postmortem metadata lacks a constant stallagent needs: JavaScript functions are not named"
         guard constant("TaggedSize") == 8, constant("SmiShiftSize") == 31, constant("HeapObjectTag") == 1,
             let heapObjectMap = constant("class_HeapObject__map__Map"),
             let mapInstanceType = constant("class_Map__instance_type__uint16_t"),
@@ -196,6 +202,7 @@ struct V8Layout: Sendable, Equatable {
         self.slicedTag = slicedTag
         self.thinTag = thinTag
         scopeInfoFixedPosition = scopeInfoFirstVariables == 5
+        refusal = nil
         if let frameBytecodeArray = constant("off_fp_bytecode_array"), let frameBytecodeOffset = constant("off_fp_bytecode_offset"),
             let bytecodeArrayType = constant("type_BytecodeArray__BYTECODE_ARRAY_TYPE"),
             let bytecodeArrayData = constant("class_BytecodeArray__data__uintptr_t"),

@@ -1,29 +1,11 @@
-/// Merges Python frames into a symbolized native stack, as `py-spy dump --native` does: each
+/// Python frames in a symbolized native stack (`ScriptStackSplicer`): each
 /// `_PyEval_EvalFrameDefault` activation gets, just above it, the Python functions it runs.
-///
-/// The k-th evaluator frame from the top runs the k-th activation of the Python chain (both
-/// lists are innermost first, and each activation of the evaluator pushes one entry frame).
-/// Activations left over when the native stack has fewer evaluator frames (an unwind that
-/// ended early) go below the last native frame, in order, so no Python frame is lost.
 public enum PythonStackSplicer {
     static let evaluatorFunctions: Set<String> = ["_PyEval_EvalFrameDefault"]
 
     public static func splice(_ native: [SymbolizedFrame], _ python: PythonStack) -> [SymbolizedFrame] {
         guard !python.isEmpty else { return native }
-        var pending = python.activations[...]
-        var result: [SymbolizedFrame] = []
-        result.reserveCapacity(native.count + python.activations.reduce(0) { $0 + $1.count })
-        for frame in native {
-            if let name = frame.function, !frame.approximate, evaluatorFunctions.contains(name),
-                let activation = pending.popFirst()
-            {
-                result.append(contentsOf: activation.map(symbolized))
-            }
-            result.append(frame)
-        }
-        for activation in pending { result.append(contentsOf: activation.map(symbolized)) }
-        for index in result.indices { result[index].index = index }
-        return result
+        return ScriptStackSplicer.splice(native, python.activations.map { $0.map(symbolized) }, evaluators: evaluatorFunctions)
     }
 
     /// A Python function as a report frame: no module offset or build-id (nothing to

@@ -60,6 +60,8 @@ public struct UnwoundStack: Sendable {
     /// JavaScript functions of V8 frames, by frame index: they name those frames when the
     /// stack is symbolized.
     public var javascript: [Int: JavaScriptFrame] = [:]
+    /// PHP calls read beside the stack, spliced in when it is symbolized.
+    public var php: PHPStack?
 
     public init(frames: [UnwoundFrame], end: UnwindEnd) {
         self.frames = frames
