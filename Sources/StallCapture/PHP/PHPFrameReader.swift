@@ -25,22 +25,29 @@ public final class PHPFrameReader {
 
     /// The reader for `modules`' PHP, nil for a process that runs none.
     public init?(pid: Int32, modules: ProcessModules) {
-        var found: (module: LoadedModule, globals: UInt64)?
+        var found: (module: LoadedModule, globals: Range<UInt64>)?
         for module in modules.modules where module.name.hasPrefix("php") || module.name.hasPrefix("libphp") {
-            guard let image = module.image, let address = image.address(ofSymbol: "executor_globals") else { continue }
-            found = (module, module.bias &+ address)
+            guard let image = module.image, let range = image.range(ofSymbol: "executor_globals") else { continue }
+            found = (module, range)
             break
         }
-        guard let (module, globals) = found else { return nil }
+        guard let (module, range) = found else { return nil }
         modulePath = module.path
-        self.globals = globals
+        globals = module.bias &+ range.lowerBound
         memory = PythonMemory(pid: pid)
-        // Debian names its binaries by version (php-fpm8.2, libphp8.2.so); the layout is 8.2's.
+        // Debian names its binaries by version (php-fpm8.2, libphp8.2.so); the globals' size
+        // tells a build whose layout differs (thread-safe, patched) from the one read.
         let digits = module.name.drop { !$0.isNumber }.prefix { $0.isNumber || $0 == "." }
-        version = digits.hasSuffix(".") ? String(digits.dropLast()) : String(digits)
-        if version == "8.2" {
+        let named = digits.hasSuffix(".") ? String(digits.dropLast()) : String(digits)
+        let size = range.count
+        version = named.isEmpty && size == PHPLayout.php82GlobalsSize ? "8.2" : named
+        if version == "8.2", size == PHPLayout.php82GlobalsSize {
             layout = .php82
             unsupportedNote = nil
+        } else if version == "8.2" {
+            layout = nil
+            unsupportedNote =
+                "PHP 8.2 with \(size)-byte executor globals (not the \(PHPLayout.php82GlobalsSize) of the build read) is not read: native frames only"
         } else {
             layout = nil
             unsupportedNote = "PHP \(version.isEmpty ? "of unknown version" : version) is not read (8.2 is): native frames only"

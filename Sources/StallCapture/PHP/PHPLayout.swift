@@ -26,6 +26,10 @@ struct PHPLayout: Sendable, Equatable {
     /// `ZEND_CALL_TOP`, in the call info: a call entered from C.
     var callTop: UInt32
 
+    /// `sizeof(zend_executor_globals)` in PHP 8.2's non-thread-safe build: its symbol's size,
+    /// checked before the layout is trusted.
+    static let php82GlobalsSize = 1800
+
     static let internalFunction: UInt8 = 1
     static let userFunction: UInt8 = 2
 
