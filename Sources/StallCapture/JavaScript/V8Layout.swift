@@ -81,7 +81,10 @@ struct V8Layout: Sendable, Equatable {
         // One pass over the symbol tables (node has 110 000 symbols): every constant by name.
         guard let elf = image.elf else { return nil }
         var addresses: [String: UInt64] = [:]
-        ElfSymbolTable.forEachSymbol(in: elf) { symbol, name, _ in
+        // Each constant is an `int` object (STT_OBJECT = 1): only those names are read, from
+        // one table.
+        ElfSymbolTable.forEachSymbol(in: elf, including: { $0.st_size == 4 && $0.st_info & 0xf == 1 }, preferringSymtab: true) {
+            symbol, name, _ in
             if strncmp(name, "v8dbg_", 6) == 0 { addresses[String(cString: name + 6)] = symbol.st_value }
             return true
         }
