@@ -34,9 +34,8 @@ public final class V8FrameReader {
     public let modulePath: String
     private let layout: V8Layout
     private let memory: PythonMemory
-    private var functions: [UInt64: JavaScriptFrame] = [:]
-    /// The Script of each SharedFunctionInfo named: where an executing line is looked up.
-    private var scripts: [UInt64: UInt64] = [:]
+    /// By SharedFunctionInfo: the frame, and its Script (where an executing line is looked up).
+    private var functions: [UInt64: (frame: JavaScriptFrame, script: UInt64?)] = [:]
     private var positionTables: [UInt64: (length: Int, entries: [(code: Int, position: Int)])] = [:]
     static let maxPositionTableBytes = 4 << 20
     /// By JSFunction: a frame's function named with one read instead of five (`frame`).
@@ -94,7 +93,7 @@ public final class V8FrameReader {
         guard let functionType = instanceType(function), layout.functionTypes.contains(functionType),
             let shared = field(function, layout.functionShared), isHeapObject(shared)
         else { return nil }
-        let named: JavaScriptFrame
+        let named: (frame: JavaScriptFrame, script: UInt64?)
         if let known = functions[shared], validShared(shared) {
             named = known
         } else {
@@ -104,8 +103,8 @@ public final class V8FrameReader {
         if functions.count > 50_000 { functions.removeAll(keepingCapacity: true) }
         if closures.count > 50_000 { closures.removeAll(keepingCapacity: true) }
         functions[shared] = named
-        closures[function] = (shared, named)
-        return named
+        closures[function] = (shared, named.frame)
+        return named.frame
     }
 
     // MARK: Objects
@@ -131,7 +130,7 @@ public final class V8FrameReader {
     /// Still a SharedFunctionInfo (a garbage collection may have moved it since).
     private func validShared(_ shared: UInt64) -> Bool { instanceType(shared) == layout.sharedType }
 
-    private func describe(shared: UInt64) -> JavaScriptFrame? {
+    private func describe(shared: UInt64) -> (frame: JavaScriptFrame, script: UInt64?)? {
         guard validShared(shared), let nameOrScope = field(shared, layout.sharedNameOrScopeInfo) else { return nil }
         var name: String?
         var start: Int?
@@ -154,13 +153,10 @@ public final class V8FrameReader {
             }
         }
         var frame = JavaScriptFrame(name: (name?.isEmpty ?? true) ? "<anonymous>" : name!, script: nil, line: nil, shared: shared)
-        if let script = field(shared, layout.sharedScript), instanceType(script) == layout.scriptType {
-            if scripts.count > 50_000 { scripts.removeAll(keepingCapacity: true) }
-            scripts[shared] = script
-            frame.script = field(script, layout.scriptName).flatMap { string($0, limit: Self.maxStringLength) }
-            if let start, start >= 0 { frame.line = line(of: start, in: script) }
-        }
-        return frame
+        guard let script = field(shared, layout.sharedScript), instanceType(script) == layout.scriptType else { return (frame, nil) }
+        frame.script = field(script, layout.scriptName).flatMap { string($0, limit: Self.maxStringLength) }
+        if let start, start >= 0 { frame.line = line(of: start, in: script) }
+        return (frame, script)
     }
 
     /// The function name and start position a ScopeInfo holds. Its variable part (after the
@@ -211,7 +207,7 @@ public final class V8FrameReader {
     /// looked up in the BytecodeArray's source position table, as V8's
     /// `AbstractCode::SourcePosition` does. nil when any object fails its type check.
     private func executingLine(framePointer: UInt64, stackWord: (UInt64) -> UInt64?, shared: UInt64) -> Int? {
-        guard let recipe = layout.executingLine, let script = scripts[shared],
+        guard let recipe = layout.executingLine, let script = functions[shared]?.script,
             let array = stackWord(framePointer &+ UInt64(bitPattern: Int64(recipe.frameBytecodeArray))),
             instanceType(array) == recipe.bytecodeArrayType,
             let tagged = smi(stackWord(framePointer &+ UInt64(bitPattern: Int64(recipe.frameBytecodeOffset)))),

@@ -215,24 +215,23 @@ public final class ElfImage: @unchecked Sendable {
         symbolTable.get { ElfSymbolTable(images: [self]) }.lookup(vaddr)
     }
 
-    /// The virtual address of a named symbol of any type (e.g. a data object), or nil.
     /// The addresses the named function's code spans (its symbol's value and size), nil when
     /// no symbol has that name or it has no size.
     public func range(ofSymbol name: String) -> Range<UInt64>? {
-        guard let elf else { return nil }
-        var found: Range<UInt64>?
-        ElfSymbolTable.forEachSymbol(in: elf) { sym, symbolName, _ in
-            if strcmp(symbolName, name) == 0, sym.st_size > 0 { found = sym.st_value..<(sym.st_value &+ sym.st_size) }
-            return found == nil
-        }
-        return found
+        symbol(named: name, where: { $0.st_size > 0 }).map { $0.st_value..<($0.st_value &+ $0.st_size) }
     }
 
+    /// The virtual address of a named symbol of any type (e.g. a data object), or nil.
     public func address(ofSymbol name: String) -> UInt64? {
+        symbol(named: name)?.st_value
+    }
+
+    /// The first defined symbol named `name` that `accept` takes, in either symbol table.
+    private func symbol(named name: String, where accept: (GElf_Sym) -> Bool = { _ in true }) -> GElf_Sym? {
         guard let elf else { return nil }
-        var found: UInt64?
+        var found: GElf_Sym?
         ElfSymbolTable.forEachSymbol(in: elf) { sym, symbolName, _ in
-            if strcmp(symbolName, name) == 0 { found = sym.st_value }
+            if strcmp(symbolName, name) == 0, accept(sym) { found = sym }
             return found == nil
         }
         return found
