@@ -64,6 +64,7 @@ public final class Symbolizer {
                 javascript: function, index: index, stackPointer: native[index].stackPointer)
         }
         if let php = stack.php { native = PHPStackSplicer.splice(native, php) }
+        if let ruby = stack.ruby { native = RubyStackSplicer.splice(native, ruby) }
         guard let python = stack.python else { return native }
         return PythonStackSplicer.splice(native, python)
     }

@@ -45,6 +45,13 @@ public final class ProcessInspector {
         return phpReader.get { PHPFrameReader(pid: pid, modules: modules) }
     }
     private var phpReader = LookedForOnce<PHPFrameReader>()
+    /// Names the Ruby calls of a ruby process's main thread (libruby exports
+    /// `ruby_current_vm_ptr`). Looked for on first use, as the Python reader.
+    public var ruby: RubyFrameReader? {
+        let (pid, modules) = (pid, modules)
+        return rubyReader.get { RubyFrameReader(pid: pid, modules: modules) }
+    }
+    private var rubyReader = LookedForOnce<RubyFrameReader>()
     /// False with `--no-python-frames` (and for measuring what they cost).
     public var readsPythonFrames = true
     /// Incremented when the process is found to have exec'd another program.
@@ -115,6 +122,7 @@ public final class ProcessInspector {
         pythonReader.reset()
         javascriptReader.reset()
         phpReader.reset()
+        rubyReader.reset()
         v8Builtins.removeAll()
         // Its maps now, even if they were read since the exec: the executable's mapping is
         // what a later exec of the same file is told by, and a stale one would look like one.
@@ -150,6 +158,9 @@ public final class ProcessInspector {
         }
         if phpReader.found.map({ reader in !fresh.modules.contains { $0.path == reader.modulePath } }) ?? true {
             phpReader.reset()
+        }
+        if rubyReader.found.map({ reader in !fresh.modules.contains { $0.path == reader.modulePath } }) ?? true {
+            rubyReader.reset()
         }
         // Modules may have moved: addresses once in a builtin may now be anything.
         v8Builtins.removeAll()
@@ -380,6 +391,8 @@ public final class ProcessInspector {
         if let reader = javascript { nameJavaScript(&stack, snapshot: snapshot, reader: reader) }
         // PHP runs on one thread (non-thread-safe builds): its calls are the main thread's.
         if snapshot.tid == pid, let reader = php { stack.php = reader.read() }
+        // Ruby's frames are read for the main thread, the one a watch follows.
+        if snapshot.tid == pid, let reader = ruby { stack.ruby = reader.read() }
         if readsPythonFrames, let reader = python {
             stack.python =
                 snapshot.interpreterChain.map(reader.resolve)
@@ -448,7 +461,7 @@ public final class ProcessInspector {
             dump.pauseMicroseconds = Double(snapshot.pauseNanos) / 1000
             dump.unwindEnd = stack.end
             dump.frames = symbolizer.symbolize(stack)
-            dump.interpreterNote = stack.python?.note ?? stack.php?.note ?? javascriptNote
+            dump.interpreterNote = stack.python?.note ?? stack.php?.note ?? stack.ruby?.note ?? javascriptNote
         } catch let error as StallAgentError {
             switch error {
             case .permissionDenied, .alreadyTraced: throw error

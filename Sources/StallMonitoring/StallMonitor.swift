@@ -940,6 +940,10 @@ public final class StallMonitor {
             frames = PHPStackSplicer.splice(frames, php)
             keepUnresolvable(frames)
         }
+        if let ruby = stack.ruby {
+            frames = RubyStackSplicer.splice(frames, ruby)
+            keepUnresolvable(frames)
+        }
         // A test runner in Python: the test's own function is a Python frame.
         if let python = stack.python {
             frames = PythonStackSplicer.splice(frames, python)

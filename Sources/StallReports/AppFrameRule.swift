@@ -16,6 +16,9 @@ import StallDetection
 ///   `dist-packages` or frozen modules;
 /// - PHP: the scripts' own functions; not PHP's own (internal) functions, Composer's `vendor/`
 ///   or the distribution's `/usr/share/php`;
+/// - Ruby: the scripts' own methods and blocks; not methods written in C (`sleep`), Ruby's
+///   own library (`/usr/lib/ruby/`, `<internal:…>`) or gems (any `/gems/` directory, Bundler's
+///   `vendor/bundle`);
 /// - JIT code (a perf map's names) and JavaScript functions (`V8FrameReader`): the script's
 ///   own functions; not `node:` modules, `node_modules`, V8 builtins and stubs.
 ///
@@ -57,6 +60,11 @@ public struct AppFrameRule: Sendable {
             guard let file = frame.file else { return false }
             return !isLibraryPHP(file: file)
         }
+        if frame.isRuby {
+            // No script: a method written in C, Ruby's own (`sleep`, `each`).
+            guard let file = frame.file else { return false }
+            return !isLibraryRuby(file: file)
+        }
         if frame.isJavaScript {
             // No script: V8's own JavaScript builtins.
             guard let file = frame.file else { return false }
@@ -88,6 +96,12 @@ public struct AppFrameRule: Sendable {
     /// Composer's packages (`vendor/`) and the distribution's PHP libraries.
     public static func isLibraryPHP(file: String) -> Bool {
         file.contains("/vendor/") || file.hasPrefix("/usr/share/php/") || file.hasPrefix("phar://")
+    }
+
+    /// Ruby's standard library and builtins written in Ruby, and gems wherever installed.
+    public static func isLibraryRuby(file: String) -> Bool {
+        file.hasPrefix("<internal:") || file.contains("/lib/ruby/") || file.contains("/gems/")
+            || file.contains("/vendor/bundle/") || file.hasPrefix("/usr/share/rubygems")
     }
 
     /// `…/lib/python3.N/…`, without a regular expression: this runs for every Python frame of

@@ -33,12 +33,13 @@ public enum StackTextRenderer {
         }
     }
 
-    /// What ran the frame: its module, `[python]` or `[js]` for a script's function (its file
+    /// What ran the frame: its module, `[python]`, `[js]`, `[php]` or `[ruby]` for a script's function (its file
     /// follows the name), `[JIT]` for code a perf map named.
     static func moduleColumn(_ frame: SymbolizedFrame) -> String {
         if frame.isPython { return "[python]" }
         if frame.isJavaScript { return "[js]" }
         if frame.isPHP { return "[php]" }
+        if frame.isRuby { return "[ruby]" }
         if let module = frame.module { return module }
         return frame.function == nil ? "???" : "[JIT]"
     }

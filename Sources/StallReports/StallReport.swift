@@ -170,6 +170,7 @@ public struct StallReport: Codable, Sendable {
         if let python = frames.first(where: \.isPython) { return python }
         if let javascript = frames.first(where: \.isJavaScript) { return javascript }
         if let php = frames.first(where: { $0.isPHP && $0.file != nil }) { return php }
+        if let ruby = frames.first(where: { $0.isRuby && $0.file != nil }) { return ruby }
         if let jit = frames.firstIndex(where: { $0.module == nil && $0.function != nil }) {
             let runtime = Set(frames[jit...].compactMap(\.module))
             if frames[..<jit].allSatisfy({ isSystemModule($0) || $0.module.map(runtime.contains) ?? true }) {

@@ -62,6 +62,8 @@ public struct UnwoundStack: Sendable {
     public var javascript: [Int: JavaScriptFrame] = [:]
     /// PHP calls read beside the stack, spliced in when it is symbolized.
     public var php: PHPStack?
+    /// Ruby calls read beside the stack, spliced in when it is symbolized.
+    public var ruby: RubyStack?
 
     public init(frames: [UnwoundFrame], end: UnwindEnd) {
         self.frames = frames

@@ -36,6 +36,25 @@ import Testing
         #expect(StackTextRenderer.moduleColumn(handler) == "[js]")
     }
 
+    /// Ruby frames read from the VM: the scripts' own methods and blocks, not C methods (no
+    /// script), Ruby's library or builtins, or gems wherever they are installed.
+    @Test func rubyFramesAreTheScriptsOwn() {
+        func ruby(_ name: String, _ file: String?) -> SymbolizedFrame {
+            SymbolizedFrame(ruby: RubyFrame(name: name, file: file, line: file == nil ? nil : 5, code: 0x4000, controlFrame: 0), index: 0)
+        }
+        let rule = AppFrameRule()
+        #expect(rule.isApp(ruby("slow_handler", "/srv/app/server.rb")) == true)
+        #expect(rule.isApp(ruby("block in serve", "server.rb")) == true)
+        #expect(rule.isApp(ruby("sleep", nil)) == false)
+        #expect(rule.isApp(ruby("accept", "/usr/lib/ruby/3.1.0/socket.rb")) == false)
+        #expect(rule.isApp(ruby("loop", "<internal:kernel>")) == false)
+        #expect(rule.isApp(ruby("call", "/var/lib/gems/3.1.0/gems/rack-3.0.8/lib/rack/builder.rb")) == false)
+        #expect(rule.isApp(ruby("call", "/srv/app/vendor/bundle/ruby/3.1.0/gems/puma-6.4.0/lib/puma/server.rb")) == false)
+        let handler = ruby("slow_handler", "/srv/app/server.rb")
+        #expect(handler.displayName == "slow_handler" && handler.isScript && handler.isRuby && !handler.isPHP)
+        #expect(StackTextRenderer.moduleColumn(handler) == "[ruby]")
+    }
+
     @Test func defaultsTellTheProgramFromItsRuntime() {
         let rule = AppFrameRule()
         #expect(rule.isApp(Self.native("run_sleep", "glib_handler", path: "/tmp/glib_handler")) == true)
@@ -54,6 +73,7 @@ import Testing
         #expect(rule.isApp(Self.native("_PyEval_EvalFrameDefault", "python3.11")) == false)
         #expect(rule.isApp(Self.native("uv_run", "node")) == false)
         #expect(rule.isApp(Self.native("worker", "php-fpm8.2")) == false)
+        #expect(rule.isApp(Self.native("rb_vm_exec", "libruby-3.1.so.3.1.2", path: "/usr/lib/x86_64-linux-gnu/libruby-3.1.so.3.1.2")) == false)
         #expect(rule.isApp(Self.native("main", "nodeinfo")) == true)
         #expect(rule.isApp(Self.python("refresh_inventory", "/srv/app/app.py")) == true)
         #expect(rule.isApp(Self.python("_try_wait", "/usr/lib/python3.11/subprocess.py")) == false)
