@@ -60,8 +60,7 @@ public final class Symbolizer {
         }
         var native = stack.frames.enumerated().map { index, frame in symbolize(frame, index: index, sourceLines: sourceLines) }
         for (index, function) in stack.javascript where native.indices.contains(index) {
-            native[index] = SymbolizedFrame(
-                javascript: function, index: index, stackPointer: native[index].stackPointer)
+            native[index] = SymbolizedFrame(javascript: function, index: index, frame: stack.frames[index])
         }
         if let php = stack.php { native = PHPStackSplicer.splice(native, php) }
         if let ruby = stack.ruby { native = RubyStackSplicer.splice(native, ruby) }

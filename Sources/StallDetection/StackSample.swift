@@ -6,10 +6,14 @@ public struct StackSample: Sendable {
     public var activity: ThreadActivity
     /// Innermost first.
     public var frames: [SampledFrame]
+    /// The unwind reached the outermost frame (or the frame limit): false for a stack cut short
+    /// where unwind information ran out (a V8 stub) or the stack copy ended.
+    public var isWhole: Bool
 
-    public init(time: Double, activity: ThreadActivity, frames: [SampledFrame]) {
+    public init(time: Double, activity: ThreadActivity, frames: [SampledFrame], isWhole: Bool = true) {
         self.time = time
         self.activity = activity
         self.frames = frames
+        self.isWhole = isWhole
     }
 }

@@ -894,7 +894,11 @@ public final class StallMonitor {
             {
                 lockHintSyscall = info
             }
-            handle(detector.record(StackSample(time: now, activity: activity, frames: sampled)))
+            handle(
+                detector.record(
+                    StackSample(
+                        time: now, activity: activity, frames: sampled,
+                        isWhole: stack.end == .complete || stack.end == .truncatedAtLimit)))
         } catch StallAgentError.alreadyTraced(_, let tracer) {
             // strace, gdb or another agent holds the target: no stacks, but the stall is still
             // timed from /proc. Said once per tracer, and in every report.
@@ -932,8 +936,7 @@ public final class StallMonitor {
         }
         // Node: V8 frames named by their JavaScript function.
         for (index, function) in stack.javascript where frames.indices.contains(index) {
-            frames[index] = SymbolizedFrame(
-                javascript: function, index: index, stackPointer: frames[index].stackPointer)
+            frames[index] = SymbolizedFrame(javascript: function, index: index, frame: stack.frames[index])
         }
         if !stack.javascript.isEmpty { keepUnresolvable(frames) }
         if let php = stack.php {

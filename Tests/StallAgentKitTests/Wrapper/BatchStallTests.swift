@@ -120,10 +120,12 @@ import Glibc
         #expect(result.status == 0, "\(result.stdout)\n\(result.stderr)")
         let written = try reports(in: dir)
         // Before JavaScript frames were named, V8 re-tiering the spinning function (a new
-        // stack slot each time) cut the test into two or three pieces; a piece is still
+        // stack slot each time) cut the test into two or three pieces; before JavaScript frames
+        // were known by their frame pointer and torn stacks set aside, into two to four on a
+        // fast machine (one run in three over the allowed three). One piece more is still
         // allowed where a sample lands between two frames. Never nothing, never a fast test.
         let all = "\(written.map { ($0.reason, $0.duration, $0.functions.prefix(6)) })\n\(result.stderr)"
-        #expect((1...3).contains(written.count), "\(all)")
+        #expect((1...2).contains(written.count), "\(all)")
         #expect(written.allSatisfy { ["hang", "starved"].contains($0.reason) && $0.processName == "node" && $0.duration >= 1 }, "\(all)")
         #expect(written.map(\.duration).reduce(0, +) >= 2, "\(all)")
         // Named by the test's helper, a JavaScript frame read from V8's own objects.
@@ -231,7 +233,10 @@ import Glibc
         @settings(max_examples=120, deadline=None, database=None, suppress_health_check=list(HealthCheck))
         @given(st.lists(st.integers()))
         def test_property_cpu(xs):
-            helper(80000)
+            # By the clock, not by a count: 120 x 12.5 ms is 1.5 s on any machine.
+            end = time.monotonic() + 0.0125
+            while time.monotonic() < end:
+                helper(200)
 
         class SubTests(unittest.TestCase):
             def test_sub(self):
@@ -297,8 +302,9 @@ import Glibc
         }
         let probe = try runCommand(URL(fileURLWithPath: "/usr/bin/env"), ["python3", "-c", "import pytest"], timeout: 60)
         guard probe.status == 0 else { try Test.cancel("pytest is not importable by python3 (scripts/setup installs it)") }
-        // test_primes alone takes 30 s on a 2-core runner: left out.
-        let pytest = ["/usr/bin/env", "python3", "-m", "pytest", "-q", "-p", "no:cacheprovider", "--durations=0", "-k", "not test_primes", tests]
+        // The whole file: test_primes (12 s on an idle 2-core EPYC, 30 s beside other test lanes)
+        // is the one test over the threshold on a fast machine; the next, 1.1 s.
+        let pytest = ["/usr/bin/env", "python3", "-m", "pytest", "-q", "-p", "no:cacheprovider", "--durations=0", tests]
         let bare = try runCommand(URL(fileURLWithPath: pytest[0]), Array(pytest.dropFirst()), timeout: 300)
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("suite-\(UUID().uuidString)").path
         defer { try? FileManager.default.removeItem(atPath: dir) }

@@ -19,7 +19,9 @@ import Testing
     }
 
     static func javascript(_ name: String, _ script: String?) -> SymbolizedFrame {
-        SymbolizedFrame(javascript: JavaScriptFrame(name: name, script: script, line: 11, shared: 0x3001), index: 0, stackPointer: 0)
+        SymbolizedFrame(
+            javascript: JavaScriptFrame(name: name, script: script, line: 11, shared: 0x3001), index: 0,
+            frame: UnwoundFrame(address: 0x1000, stackPointer: 0, isSignalFrame: false))
     }
 
     /// JavaScript functions read from V8: the script's own, not Node's (`node:`), installed
