@@ -115,11 +115,21 @@ public final class StallMonitor {
         "*Popen._wait", "*Popen.communicate", "*Pool.join", "*AsyncResult.wait", "*AsyncResult.get",
     ]
 
-    /// True when the innermost interpreted frame is one of `waitForAnotherFrames`: the lock the
-    /// thread waits in is the join's or the queue's, not one that work contends for.
+    /// The same waits written in C: `queue.SimpleQueue.get`, the call gunicorn 27's arbiter
+    /// idles in (`SimpleQueue.get(timeout=1.0)` for its signals), has no Python frame of its own.
+    static let waitForAnotherNativeFrames = ["_queue_SimpleQueue_get*"]
+
+    /// True when the innermost interpreted frame is one of `waitForAnotherFrames`, or the native
+    /// frames running it are one of `waitForAnotherNativeFrames`: the lock the thread waits in
+    /// is the join's or the queue's, not one that work contends for.
     static func waitsForAnother(_ frames: [SampledFrame]) -> Bool {
-        guard let innermost = frames.first(where: \.isInterpreted) else { return false }
-        return waitForAnotherFrames.contains { GlobPattern.matches($0, innermost.function) }
+        guard let index = frames.firstIndex(where: \.isInterpreted) else { return false }
+        if frames[..<index].contains(where: { frame in
+            waitForAnotherNativeFrames.contains { GlobPattern.matches($0, frame.function) }
+        }) {
+            return true
+        }
+        return waitForAnotherFrames.contains { GlobPattern.matches($0, frames[index].function) }
     }
 
     private var busyFrameCache: (syscall: ProcSyscallInfo, busy: Bool)?
@@ -567,7 +577,10 @@ public final class StallMonitor {
         var parkedIn: ProcSyscallInfo?
         // Fed at every probe, so its first look is the agent's; learns only while no loop is known.
         let parkedNow =
-            detector.phase != .batch && parking.parked(in: syscall, activity: activity, learning: !homeWaits.knowsLoop)
+            detector.phase != .batch
+            && parking.parked(
+                in: syscall, activity: activity, learning: !homeWaits.knowsLoop,
+                ran: sched.map { $0.cpuNanos > lastCPUNanos } ?? false)
         if activity == .idle, waitVerdict == .nested {
             activity = lastWaitSite.map { lockWaitSites.contains($0) } == true ? .lockWait : .blockedCall
         } else if activity == .blockedCall, let number = syscall?.syscallNumber,

@@ -25,15 +25,18 @@ struct ParkingClassifier {
     /// Whether a process that has shown no event loop is in its parking wait (see
     /// `ParkingWaitTracker`): fed every probe that reaches it, so the tracker's first look is
     /// the agent's first look at the program. `learning` false once a loop is known: only
-    /// calls already known park.
-    mutating func parked(in syscall: ProcSyscallInfo?, activity: ThreadActivity, learning: Bool) -> Bool {
+    /// calls already known park. `ran`: the thread spent CPU time since the previous probe, so
+    /// a call seen again with the same arguments was left and entered again in between (a
+    /// timed wait that times out and is re-entered in microseconds, as gunicorn 27's arbiter
+    /// does every second, is never seen outside it).
+    mutating func parked(in syscall: ProcSyscallInfo?, activity: ThreadActivity, learning: Bool, ran: Bool = false) -> Bool {
         defer { lastBlockedCall = syscall }
         guard case .inSyscall(let number, _, let sp, let pc)? = syscall else {
             return parkingWaits.observe(nil, kind: .never, newEntry: true)
         }
         let call = ParkingWaitTracker.Call(number: number, pc: pc, sp: sp)
         return parkingWaits.observe(
-            call, kind: Self.parkingKind(number: number, activity: activity), newEntry: lastBlockedCall != syscall,
+            call, kind: Self.parkingKind(number: number, activity: activity), newEntry: lastBlockedCall != syscall || ran,
             learning: learning)
     }
 

@@ -40,6 +40,28 @@ import StallProc
         #expect(!afterExec)
     }
 
+    /// gunicorn 27's arbiter, first seen running: its timed queue get times out every second
+    /// and is re-entered in microseconds, so every probe finds the same call with the same
+    /// arguments. Time on the CPU between two probes says it was left and entered again: three
+    /// entries park it. Without that evidence the same call is one long entry and never parks.
+    @Test func aTimedWaitReenteredUnseenParksByItsCPUTime() {
+        var arbiter = ParkingClassifier(firstWaitIsParking: true)
+        let queueGet = Self.call(202)
+        _ = arbiter.parked(in: nil, activity: .running, learning: true)
+        var parked: [Bool] = []
+        for _ in 0..<4 {
+            parked.append(arbiter.parked(in: queueGet, activity: .blockedCall, learning: true, ran: true))
+        }
+        #expect(parked == [false, false, true, true])
+        var stuck = ParkingClassifier(firstWaitIsParking: true)
+        _ = stuck.parked(in: nil, activity: .running, learning: true)
+        var stuckParked: [Bool] = []
+        for _ in 0..<10 {
+            stuckParked.append(stuck.parked(in: queueGet, activity: .blockedCall, learning: true, ran: false))
+        }
+        #expect(!stuckParked.contains(true))
+    }
+
     @Test func parkedInSignalOrChildWaitsIsASupervisor() {
         var parking = ParkingClassifier(firstWaitIsParking: true)
         var childrenRead = 0
@@ -67,5 +89,32 @@ import StallProc
         #expect(helper.parkedKind == .helper)
         helper.reset()
         #expect(helper.parkedKind == nil)
+    }
+}
+
+/// A futex wait under a lock-acquire frame is lock contention unless what waits is a join, an
+/// event or a queue: then it waits for another thread and may be a supervisor's parking wait.
+@Suite struct WaitForAnotherTests {
+    static func frames(_ innermostFirst: [(String, Bool)]) -> [SampledFrame] {
+        innermostFirst.map { SampledFrame(function: $0.0, module: $0.1 ? "python" : "python3.11", language: $0.1 ? "python" : nil) }
+    }
+
+    @Test func aQueueWaitWrittenInCIsAWaitForAnother() {
+        // gunicorn 27's arbiter: SimpleQueue.get(timeout=1.0), a C method with no Python frame.
+        let arbiter = Self.frames([
+            ("__futex_abstimed_wait_common", false), ("__new_sem_wait_slow64", false), ("PyThread_acquire_lock_timed", false),
+            ("_queue_SimpleQueue_get_impl", false), ("_queue_SimpleQueue_get", false), ("Arbiter.wait_for_signals", true),
+            ("Arbiter.run", true),
+        ])
+        #expect(StallMonitor.waitsForAnother(arbiter))
+        let join = Self.frames([("PyThread_acquire_lock_timed", false), ("Thread._wait_for_tstate_lock", true), ("main", true)])
+        #expect(StallMonitor.waitsForAnother(join))
+        // A lock taken by work, and a SimpleQueue frame further out than the innermost Python
+        // frame (the work's own lock, inside a task run by a queue consumer), are contention.
+        let contended = Self.frames([
+            ("PyThread_acquire_lock_timed", false), ("lock_PyThread_acquire_lock", false), ("update_cache", true),
+            ("_queue_SimpleQueue_get", false), ("consume", true),
+        ])
+        #expect(!StallMonitor.waitsForAnother(contended))
     }
 }
