@@ -6,8 +6,8 @@
 ///
 /// Read with the target running: a call returning meanwhile changes the chain, so it is read
 /// until two reads in a row agree on every call and function but the innermost (at most four
-/// reads; the last read is kept), and every string and line is bounded and checked; a chain
-/// that never settles gives no PHP frames and a note.
+/// reads; the last read is kept: `SettledChain`), and every string and line is bounded and
+/// checked; a chain that never settles gives no PHP frames and a note.
 public final class PHPFrameReader {
     static let maxDepth = 256
     static let maxStringLength = 4096
@@ -58,22 +58,11 @@ public final class PHPFrameReader {
     /// activation; nil when PHP is not running a script now (a php-fpm worker between requests).
     public func read() -> PHPStack? {
         guard let layout else { return unsupportedNote.map { PHPStack(activations: [], note: $0) } }
-        var previous = chain(layout)
-        for _ in 0..<3 {
-            let next = chain(layout)
-            // Agreeing from the outermost call in, but for one innermost call at most: a loop
-            // calling one of PHP's functions (`microtime()`) enters and leaves it between reads.
-            if let a = previous, let b = next, abs(a.count - b.count) <= 1,
-                zip(a.suffix(min(a.count, b.count)), b.suffix(min(a.count, b.count))).allSatisfy({
-                    $0.executeData == $1.executeData && $0.function == $1.function
-                })
-            {
-                return stack(b, layout)
-            }
-            if previous == nil && next == nil { return nil }
-            previous = next
+        switch SettledChain.read({ chain(layout) }, same: { $0.executeData == $1.executeData && $0.function == $1.function }) {
+        case .settled(let calls): return stack(calls, layout)
+        case .none: return nil
+        case .unsettled: return PHPStack(activations: [], note: "PHP's call chain changed on every read: PHP frames left out")
         }
-        return PHPStack(activations: [], note: "PHP's call chain changed on every read: PHP frames left out")
     }
 
     private struct Call {

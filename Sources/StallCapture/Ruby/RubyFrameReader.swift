@@ -7,8 +7,9 @@
 /// (`RubyLayout`); the main thread only (the thread a watch follows).
 ///
 /// Read with the target running, as the PHP reader: until two reads in a row agree on every
-/// frame but the innermost (at most four reads; the last is kept); every string, array and
-/// line is bounded and checked, and a chain that never settles gives no Ruby frames and a note.
+/// frame but the innermost (at most four reads; the last is kept: `SettledChain`); every
+/// string, array and line is bounded and checked, and a chain that never settles gives no Ruby
+/// frames and a note.
 public final class RubyFrameReader {
     static let maxDepth = 1024
     static let maxStringLength = 4096
@@ -74,22 +75,12 @@ public final class RubyFrameReader {
     /// activation; nil when it runs no Ruby now (still booting, or exiting).
     public func read() -> RubyStack? {
         guard let layout else { return unsupportedNote.map { RubyStack(activations: [], note: $0) } }
-        var previous = chain(layout)
-        for _ in 0..<3 {
-            let next = chain(layout)
-            // From the outermost frame in, but for one innermost frame at most: a loop calling
-            // a C method (`Time.now`) enters and leaves it between reads.
-            if let a = previous, let b = next, abs(a.count - b.count) <= 1,
-                zip(a.suffix(min(a.count, b.count)), b.suffix(min(a.count, b.count))).allSatisfy({
-                    $0.controlFrame == $1.controlFrame && $0.iseq == $1.iseq && $0.method == $1.method
-                })
-            {
-                return stack(b, layout)
-            }
-            if previous == nil && next == nil { return nil }
-            previous = next
+        let same = { (a: Call, b: Call) in a.controlFrame == b.controlFrame && a.iseq == b.iseq && a.method == b.method }
+        switch SettledChain.read({ chain(layout) }, same: same) {
+        case .settled(let calls): return stack(calls, layout)
+        case .none: return nil
+        case .unsettled: return RubyStack(activations: [], note: "Ruby's call chain changed on every read: Ruby frames left out")
         }
-        return RubyStack(activations: [], note: "Ruby's call chain changed on every read: Ruby frames left out")
     }
 
     private struct Call {
