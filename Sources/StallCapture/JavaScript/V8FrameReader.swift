@@ -33,7 +33,7 @@ public final class V8FrameReader {
 
     public let modulePath: String
     private let layout: V8Layout
-    private let memory: PythonMemory
+    private let memory: TargetReader
     /// By SharedFunctionInfo: the frame, and its Script (where an executing line is looked up).
     private var functions: [UInt64: (frame: JavaScriptFrame, script: UInt64?)] = [:]
     private var positionTables: [UInt64: (length: Int, entries: [(code: Int, position: Int)])] = [:]
@@ -61,7 +61,7 @@ public final class V8FrameReader {
     private init(pid: Int32, modulePath path: String, layout: V8Layout) {
         modulePath = path
         self.layout = layout
-        memory = PythonMemory(pid: pid)
+        memory = TargetReader(pid: pid)
     }
 
     /// The JS function of the frame whose frame pointer is `framePointer`, reading the frame's
@@ -285,7 +285,7 @@ public final class V8FrameReader {
             let count = smi(field(array, layout.fixedArrayLength)), (1...10_000_000).contains(count),
             let bytes = memory.bytes(array &- 1 &+ UInt64(layout.fixedArrayData), 8 * count)
         {
-            return (0..<count).compactMap { smi(PythonMemory.word(bytes, $0 * 8)) }
+            return (0..<count).compactMap { smi(TargetReader.word(bytes, $0 * 8)) }
         }
         guard let source = field(script, layout.scriptSource).flatMap({ string($0, limit: Self.maxSourceLength) }) else {
             return nil

@@ -19,7 +19,7 @@ public final class PHPFrameReader {
     /// Why the frames of this PHP are not read; nil when they are.
     public let unsupportedNote: String?
     private let layout: PHPLayout?
-    private let memory: PythonMemory
+    private let memory: TargetReader
     private let globals: UInt64
     private var functions: [UInt64: (header: [UInt8], name: String, file: String?)] = [:]
 
@@ -34,7 +34,7 @@ public final class PHPFrameReader {
         guard let (module, range) = found else { return nil }
         modulePath = module.path
         globals = module.bias &+ range.lowerBound
-        memory = PythonMemory(pid: pid)
+        memory = TargetReader(pid: pid)
         // Debian names its binaries by version (php-fpm8.2, libphp8.2.so); the globals' size
         // tells a build whose layout differs (thread-safe, patched) from the one read.
         let digits = module.name.drop { !$0.isNumber }.prefix { $0.isNumber || $0 == "." }
@@ -79,16 +79,16 @@ public final class PHPFrameReader {
         var seen = Set<UInt64>()
         while address != 0, calls.count < Self.maxDepth, address & 7 == 0, seen.insert(address).inserted {
             guard let block = memory.bytes(address, layout.executeDataSize) else { break }
-            let function = PythonMemory.word(block, layout.executeFunction)
-            let typeInfo = UInt32(bitPattern: PythonMemory.int32(block, UInt64(layout.executeThisTypeInfo)))
+            let function = TargetReader.word(block, layout.executeFunction)
+            let typeInfo = UInt32(bitPattern: TargetReader.int32(block, UInt64(layout.executeThisTypeInfo)))
             // A frame without a function (a VM-internal frame) has no name: skipped.
             if function != 0 {
                 calls.append(
                     Call(
-                        executeData: address, function: function, opline: PythonMemory.word(block, layout.executeOpline),
+                        executeData: address, function: function, opline: TargetReader.word(block, layout.executeOpline),
                         callInfo: typeInfo >> 16))
             }
-            address = PythonMemory.word(block, layout.executePrevious)
+            address = TargetReader.word(block, layout.executePrevious)
         }
         return calls
     }
@@ -103,7 +103,7 @@ public final class PHPFrameReader {
             }
             var line: Int?
             if described.file != nil, let bytes = memory.bytes(call.opline &+ layout.oplineLineno, 4) {
-                let value = Int(PythonMemory.int32(bytes, 0))
+                let value = Int(TargetReader.int32(bytes, 0))
                 if value > 0 { line = value }
             }
             activations[activations.count - 1].append(
@@ -125,15 +125,15 @@ public final class PHPFrameReader {
         if let known = functions[function], known.header == header { return (known.name, known.file) }
         let type = header[0]
         guard type == PHPLayout.internalFunction || type == PHPLayout.userFunction else { return nil }
-        let namePointer = PythonMemory.word(header, layout.functionName)
+        let namePointer = TargetReader.word(header, layout.functionName)
         var name = namePointer == 0 ? "{main}" : string(namePointer, layout) ?? "?"
-        let scope = PythonMemory.word(header, layout.functionScope)
+        let scope = TargetReader.word(header, layout.functionScope)
         if namePointer != 0, scope != 0, let className = memory.word(scope &+ layout.className).flatMap({ string($0, layout) }) {
             name = className + "::" + name
         }
         var file: String?
         if type == PHPLayout.userFunction {
-            file = string(PythonMemory.word(header, layout.functionFilename), layout)
+            file = string(TargetReader.word(header, layout.functionFilename), layout)
             guard file != nil else { return nil }
         }
         if functions.count > 50_000 { functions.removeAll(keepingCapacity: true) }

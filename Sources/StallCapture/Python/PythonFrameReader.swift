@@ -24,7 +24,7 @@ public final class PythonFrameReader {
     /// Whether this interpreter's frames are read at all (`unsupportedNote` says why not).
     public var readsFrames: Bool { layout != nil }
     private let layout: PythonLayout?
-    private let memory: PythonMemory
+    private let memory: TargetReader
     private let runtime: UInt64
     private let codeType: UInt64?
     private let unicodeType: UInt64?
@@ -41,7 +41,7 @@ public final class PythonFrameReader {
     /// The reader for `modules`' interpreter, or nil when no module defines `_PyRuntime`
     /// (not a CPython process, or an interpreter linked without its symbols exported).
     public init?(pid: Int32, modules: ProcessModules) {
-        memory = PythonMemory(pid: pid)
+        memory = TargetReader(pid: pid)
         var found: (module: LoadedModule, runtime: UInt64)?
         for module in modules.modules where module.name.hasPrefix("python") || module.name.hasPrefix("libpython") {
             guard let image = module.image, let address = image.address(ofSymbol: "_PyRuntime") else { continue }
@@ -93,7 +93,7 @@ public final class PythonFrameReader {
     /// A reader over structures at known addresses, with no type checks: for tests that lay
     /// out broken interpreter state in memory.
     init(pid: Int32, layout: PythonLayout, runtime: UInt64) {
-        memory = PythonMemory(pid: pid)
+        memory = TargetReader(pid: pid)
         self.layout = layout
         self.runtime = runtime
         version = layout.version
@@ -126,7 +126,7 @@ public final class PythonFrameReader {
             }
             let size = Int(max(layout.threadNativeID, layout.threadFrame) + 8)
             guard let block = memory.bytes(state, size),
-                PythonMemory.word(block, layout.threadNativeID) == UInt64(tid) || threadStates[tid] == nil
+                TargetReader.word(block, layout.threadNativeID) == UInt64(tid) || threadStates[tid] == nil
             else {
                 // The thread state moved (thread restarted, interpreter re-initialised): look again once.
                 threadStates[tid] = nil
@@ -134,7 +134,7 @@ public final class PythonFrameReader {
                 return PythonFrameChain(frames: [], note: "Python thread state for thread \(tid) not readable")
             }
             threadStates[tid] = state
-            let pointer = PythonMemory.word(block, layout.threadFrame)
+            let pointer = TargetReader.word(block, layout.threadFrame)
             if let inner = layout.cframeCurrentFrame {
                 first = pointer == 0 ? 0 : memory.word(pointer &+ inner)
             } else {
@@ -176,12 +176,12 @@ public final class PythonFrameReader {
             }
             frames.append(
                 PythonFrameChain.Raw(
-                    address: address, code: PythonMemory.word(block, layout.frameCode),
-                    instruction: PythonMemory.word(block, layout.frameInstruction),
+                    address: address, code: TargetReader.word(block, layout.frameCode),
+                    instruction: TargetReader.word(block, layout.frameInstruction),
                     owner: block[Int(layout.frameOwner)],
                     isEntry: layout.frameIsEntry.map { block[Int($0)] != 0 } ?? false,
-                    firstLocal: PythonMemory.word(block, layout.frameFirstLocal)))
-            address = PythonMemory.word(block, layout.framePrevious)
+                    firstLocal: TargetReader.word(block, layout.frameFirstLocal)))
+            address = TargetReader.word(block, layout.framePrevious)
         }
         return PythonFrameChain(frames: frames, note: note)
     }
@@ -271,15 +271,15 @@ public final class PythonFrameReader {
         let fields = [layout.codeFilename, layout.codeName, layout.codeQualname, layout.codeLinetable, layout.codeFirstLineNumber]
         let size = Int(fields.max()! + 8)
         guard address & 7 == 0, let block = memory.bytes(address, size) else { return nil }
-        if let codeType, PythonMemory.word(block, layout.objectType) != codeType { return nil }
-        let header = fields.map { PythonMemory.word(block, $0) } + [PythonMemory.word(block, layout.objectType)]
+        if let codeType, TargetReader.word(block, layout.objectType) != codeType { return nil }
+        let header = fields.map { TargetReader.word(block, $0) } + [TargetReader.word(block, layout.objectType)]
         if let cached = codeCache[address], cached.header == header { return cached }
-        guard let name = string(PythonMemory.word(block, layout.codeName), layout: layout),
-            let file = string(PythonMemory.word(block, layout.codeFilename), layout: layout)
+        guard let name = string(TargetReader.word(block, layout.codeName), layout: layout),
+            let file = string(TargetReader.word(block, layout.codeFilename), layout: layout)
         else { return nil }
-        let qualifiedName = string(PythonMemory.word(block, layout.codeQualname), layout: layout) ?? name
-        let firstLine = Int(PythonMemory.int32(block, layout.codeFirstLineNumber))
-        let table = bytes(PythonMemory.word(block, layout.codeLinetable), layout: layout) ?? []
+        let qualifiedName = string(TargetReader.word(block, layout.codeQualname), layout: layout) ?? name
+        let firstLine = Int(TargetReader.int32(block, layout.codeFirstLineNumber))
+        let table = bytes(TargetReader.word(block, layout.codeLinetable), layout: layout) ?? []
         let info = CodeInfo(header: header, frame: (name, qualifiedName, file, firstLine), table: table)
         if codeCache.count > 20_000 { codeCache.removeAll(keepingCapacity: true) }
         codeCache[address] = info
@@ -290,12 +290,12 @@ public final class PythonFrameReader {
     /// characters; nil when the object is not a str or its header is implausible.
     func string(_ address: UInt64, layout: PythonLayout) -> String? {
         guard address != 0, address & 7 == 0, let header = memory.bytes(address, Int(layout.compactObjectSize)) else { return nil }
-        if let unicodeType, PythonMemory.word(header, layout.objectType) != unicodeType { return nil }
-        let state = UInt32(truncatingIfNeeded: PythonMemory.word(header, layout.unicodeState))
+        if let unicodeType, TargetReader.word(header, layout.objectType) != unicodeType { return nil }
+        let state = UInt32(truncatingIfNeeded: TargetReader.word(header, layout.unicodeState))
         let kind = Int((state >> 2) & 7)
         let compact = (state >> 5) & 1 == 1
         let ascii = (state >> 6) & 1 == 1
-        let length = Int64(bitPattern: PythonMemory.word(header, layout.unicodeLength))
+        let length = Int64(bitPattern: TargetReader.word(header, layout.unicodeLength))
         guard compact, [1, 2, 4].contains(kind), length >= 0, length < 1 << 30 else { return nil }
         let count = Int(min(length, Int64(PythonFrameReader.maxStringLength)))
         if count == 0 { return "" }
@@ -316,8 +316,8 @@ public final class PythonFrameReader {
     /// or corrupt table gives the function's first line, not a wrong one.
     private func bytes(_ address: UInt64, layout: PythonLayout) -> [UInt8]? {
         guard address != 0, address & 7 == 0, let header = memory.bytes(address, Int(layout.bytesData)) else { return nil }
-        if let bytesType, PythonMemory.word(header, layout.objectType) != bytesType { return nil }
-        let size = Int64(bitPattern: PythonMemory.word(header, layout.bytesSize))
+        if let bytesType, TargetReader.word(header, layout.objectType) != bytesType { return nil }
+        let size = Int64(bitPattern: TargetReader.word(header, layout.bytesSize))
         guard size >= 0, size <= Int64(PythonFrameReader.maxLineTableBytes) else { return nil }
         if size == 0 { return [] }
         return memory.bytes(address &+ layout.bytesData, Int(size))

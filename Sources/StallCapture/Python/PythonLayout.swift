@@ -88,7 +88,7 @@ public struct PythonLayout: Sendable, Equatable {
     /// headers), is refused by the caller with a note.
     static func fromDebugOffsets(_ bytes: [UInt8]) -> (layout: PythonLayout?, version: (Int, Int)?, freeThreaded: Bool) {
         guard bytes.count >= 584, Array(bytes[0..<8]) == Array("xdebugpy".utf8) else { return (nil, nil, false) }
-        func word(_ offset: Int) -> UInt64 { PythonMemory.word(bytes, offset) }
+        func word(_ offset: Int) -> UInt64 { TargetReader.word(bytes, offset) }
         let hex = word(8)
         let major = Int((hex >> 24) & 0xff)
         let minor = Int((hex >> 16) & 0xff)

@@ -21,7 +21,7 @@ public final class RubyFrameReader {
     /// Why the frames of this Ruby are not read; nil when they are.
     public let unsupportedNote: String?
     private let layout: RubyLayout?
-    private let memory: PythonMemory
+    private let memory: TargetReader
     private let vmPointer: UInt64
     /// The module's `.data` as mapped: the global symbol table (`ruby_global_symbols`, not
     /// exported) is found there by its shape, on the first C method to name.
@@ -41,7 +41,7 @@ public final class RubyFrameReader {
         guard let (module, image, vm) = found else { return nil }
         modulePath = module.path
         vmPointer = module.bias &+ vm
-        memory = PythonMemory(pid: pid)
+        memory = TargetReader(pid: pid)
         // `ruby_version` ("3.1.2") is exported by every build; the file name is the fallback.
         var named = ""
         if let range = image.range(ofSymbol: "ruby_version"), range.count <= 32,
@@ -98,9 +98,9 @@ public final class RubyFrameReader {
             let context = memory.word(thread &+ layout.threadExecutionContext), context != 0,
             let header = memory.bytes(context, Int(layout.contextFrame) + 8)
         else { return nil }
-        let stackStart = PythonMemory.word(header, layout.contextStack)
-        let words = PythonMemory.word(header, layout.contextStackSize)
-        let innermost = PythonMemory.word(header, layout.contextFrame)
+        let stackStart = TargetReader.word(header, layout.contextStack)
+        let words = TargetReader.word(header, layout.contextStackSize)
+        let innermost = TargetReader.word(header, layout.contextFrame)
         let size = UInt64(layout.frameSize)
         guard words > 0, words < 1 << 28, stackStart & 7 == 0 else { return nil }
         let end = stackStart &+ words &* 8
@@ -111,7 +111,7 @@ public final class RubyFrameReader {
         calls.reserveCapacity(count)
         for index in 0..<count {
             let offset = index * layout.frameSize
-            let environment = PythonMemory.word(frames, offset + layout.frameEnvironment)
+            let environment = TargetReader.word(frames, offset + layout.frameEnvironment)
             guard environment & 7 == 0, let flags = memory.word(environment) else { return nil }
             var method: UInt64 = 0
             if flags & RubyLayout.flagCFrame != 0, flags & RubyLayout.frameMagicMask == RubyLayout.magicCFunction {
@@ -119,8 +119,8 @@ public final class RubyFrameReader {
             }
             calls.append(
                 Call(
-                    controlFrame: innermost &+ UInt64(offset), pc: PythonMemory.word(frames, offset + layout.framePC),
-                    iseq: PythonMemory.word(frames, offset + layout.frameIseq), flags: flags, method: method))
+                    controlFrame: innermost &+ UInt64(offset), pc: TargetReader.word(frames, offset + layout.framePC),
+                    iseq: TargetReader.word(frames, offset + layout.frameIseq), flags: flags, method: method))
         }
         return calls
     }
@@ -162,9 +162,9 @@ public final class RubyFrameReader {
             let header = memory.bytes(body, layout.bodyHeaderSize)
         else { return nil }
         if let known = iseqs[iseq], known.header == header { return (known.name, known.file, header) }
-        guard let name = string(PythonMemory.word(header, layout.bodyLabel)) else { return nil }
+        guard let name = string(TargetReader.word(header, layout.bodyLabel)) else { return nil }
         // The path object is the path, or [path, realpath].
-        var path = PythonMemory.word(header, layout.bodyPath)
+        var path = TargetReader.word(header, layout.bodyPath)
         if objectType(path) == RubyLayout.typeArray { path = arrayEntry(path, 0) ?? 0 }
         let file = string(path)
         if iseqs.count > 50_000 { iseqs.removeAll(keepingCapacity: true) }
@@ -176,22 +176,22 @@ public final class RubyFrameReader {
     /// from the iseq's line table: its entries' starts are a succinct bit vector whose rank
     /// is the entry's number (iseq.c, `succ_index_lookup`).
     private func line(_ header: [UInt8], pc: UInt64, _ layout: RubyLayout) -> Int? {
-        let encoded = PythonMemory.word(header, layout.bodyEncoded)
-        let instructions = UInt64(UInt32(bitPattern: PythonMemory.int32(header, 4)))
+        let encoded = TargetReader.word(header, layout.bodyEncoded)
+        let instructions = UInt64(UInt32(bitPattern: TargetReader.int32(header, 4)))
         guard pc >= encoded, (pc - encoded) % 8 == 0 else { return nil }
         var position = (pc - encoded) / 8
         guard position <= instructions else { return nil }
         if position > 0 { position -= 1 }
-        let entries = PythonMemory.word(header, layout.bodyLineTable)
-        let size = UInt64(UInt32(bitPattern: PythonMemory.int32(header, UInt64(layout.bodyLineTableSize))))
+        let entries = TargetReader.word(header, layout.bodyLineTable)
+        let size = UInt64(UInt32(bitPattern: TargetReader.int32(header, UInt64(layout.bodyLineTableSize))))
         guard size > 0, size < 1 << 24 else { return nil }
         var index: UInt64 = 0
         if size > 1 {
-            guard let rank = rank(PythonMemory.word(header, layout.bodyLineIndex), position), rank >= 1 else { return nil }
+            guard let rank = rank(TargetReader.word(header, layout.bodyLineIndex), position), rank >= 1 else { return nil }
             index = rank - 1
         }
         guard index < size, let bytes = memory.bytes(entries &+ index &* layout.lineEntrySize, 4) else { return nil }
-        let value = Int(PythonMemory.int32(bytes, 0))
+        let value = Int(TargetReader.int32(bytes, 0))
         return value > 0 ? value : nil
     }
 
@@ -209,10 +209,10 @@ public final class RubyFrameReader {
         guard let block = memory.bytes(table &+ 48 &+ (bit / 512) &* 80, 80) else { return nil }
         let inBlock = bit % 512
         let small = Int(inBlock / 64)
-        let smallRanks = PythonMemory.word(block, 8)
+        let smallRanks = TargetReader.word(block, 8)
         let smallRank = small == 0 ? 0 : (smallRanks >> (UInt64(small - 1) * 9)) & 0x1ff
-        let bits = PythonMemory.word(block, 16 + 8 * small) << (63 - inBlock % 64)
-        return UInt64(UInt32(bitPattern: PythonMemory.int32(block, 0))) + smallRank + UInt64(bits.nonzeroBitCount)
+        let bits = TargetReader.word(block, 16 + 8 * small) << (63 - inBlock % 64)
+        return UInt64(UInt32(bitPattern: TargetReader.int32(block, 0))) + smallRank + UInt64(bits.nonzeroBitCount)
     }
 
     /// A C method's name: its entry's `called_id` in the global symbol table.
@@ -241,10 +241,10 @@ public final class RubyFrameReader {
             var offset = 0
             while offset + 32 <= data.count, result == nil {
                 defer { offset += 8 }
-                let last = PythonMemory.word(data, offset)
-                let table = PythonMemory.word(data, offset + 8)
-                let ids = PythonMemory.word(data, offset + 16)
-                let hash = PythonMemory.word(data, offset + 24)
+                let last = TargetReader.word(data, offset)
+                let table = TargetReader.word(data, offset + 8)
+                let ids = TargetReader.word(data, offset + 16)
+                let hash = TargetReader.word(data, offset + 24)
                 guard last > 0, last < 1 << 32, table != 0, table & 7 == 0, ids != 0, hash != 0 else { continue }
                 if objectType(ids) == RubyLayout.typeArray, objectType(hash) == RubyLayout.typeHash { result = ids }
             }
@@ -262,30 +262,30 @@ public final class RubyFrameReader {
     /// An Array's element, nil past its length.
     private func arrayEntry(_ array: UInt64, _ index: UInt64) -> UInt64? {
         guard array != 0, array & 7 == 0, let header = memory.bytes(array, 40) else { return nil }
-        let flags = PythonMemory.word(header, 0)
+        let flags = TargetReader.word(header, 0)
         guard flags & RubyLayout.typeMask == RubyLayout.typeArray else { return nil }
         if flags & RubyLayout.userFlag1 != 0 {
             let length = (flags >> RubyLayout.arrayEmbedShift) & 3
-            return index < length ? PythonMemory.word(header, 16 + 8 * Int(index)) : nil
+            return index < length ? TargetReader.word(header, 16 + 8 * Int(index)) : nil
         }
-        let length = PythonMemory.word(header, 16)
+        let length = TargetReader.word(header, 16)
         guard index < length else { return nil }
-        return memory.word(PythonMemory.word(header, 32) &+ 8 &* index)
+        return memory.word(TargetReader.word(header, 32) &+ 8 &* index)
     }
 
     /// A String's text (embedded, or length and pointer), nil past `maxStringLength`.
     private func string(_ value: UInt64) -> String? {
         guard value != 0, value & 7 == 0, let header = memory.bytes(value, 40) else { return nil }
-        let flags = PythonMemory.word(header, 0)
+        let flags = TargetReader.word(header, 0)
         guard flags & RubyLayout.typeMask == RubyLayout.typeString else { return nil }
         if flags & RubyLayout.userFlag1 == 0 {
             let length = Int((flags >> RubyLayout.stringEmbedShift) & 0x1f)
             guard length <= 24 else { return nil }
             return String(decoding: header[16..<(16 + length)], as: UTF8.self)
         }
-        let length = PythonMemory.word(header, 16)
+        let length = TargetReader.word(header, 16)
         guard length <= UInt64(Self.maxStringLength) else { return nil }
         if length == 0 { return "" }
-        return memory.bytes(PythonMemory.word(header, 24), Int(length)).map { String(decoding: $0, as: UTF8.self) }
+        return memory.bytes(TargetReader.word(header, 24), Int(length)).map { String(decoding: $0, as: UTF8.self) }
     }
 }

@@ -1,6 +1,6 @@
-/// Bounded reads of a target's memory for the Python reader: every read has a fixed size and
-/// a failed or short read is nil, never a partial value.
-struct PythonMemory {
+/// Bounded reads of a target's memory for the script readers (Python, JavaScript, PHP, Ruby):
+/// every read has a fixed size and a failed or short read is nil, never a partial value.
+struct TargetReader {
     let pid: Int32
 
     func bytes(_ address: UInt64, _ count: Int) -> [UInt8]? {
@@ -11,7 +11,7 @@ struct PythonMemory {
     }
 
     func word(_ address: UInt64) -> UInt64? {
-        bytes(address, 8).map { PythonMemory.word($0, 0) }
+        bytes(address, 8).map { TargetReader.word($0, 0) }
     }
 
     static func word(_ bytes: [UInt8], _ offset: Int) -> UInt64 {
