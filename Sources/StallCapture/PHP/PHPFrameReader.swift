@@ -37,8 +37,7 @@ public final class PHPFrameReader {
         memory = TargetReader(pid: pid)
         // Debian names its binaries by version (php-fpm8.2, libphp8.2.so); the globals' size
         // tells a build whose layout differs (thread-safe, patched) from the one read.
-        let digits = module.name.drop { !$0.isNumber }.prefix { $0.isNumber || $0 == "." }
-        let named = digits.hasSuffix(".") ? String(digits.dropLast()) : String(digits)
+        let named = module.versionInName
         let size = range.count
         version = named.isEmpty && size == PHPLayout.php82GlobalsSize ? "8.2" : named
         if version == "8.2", size == PHPLayout.php82GlobalsSize {

@@ -26,7 +26,7 @@ public final class RubyFrameReader {
     /// The module's `.data` as mapped: the global symbol table (`ruby_global_symbols`, not
     /// exported) is found there by its shape, on the first C method to name.
     private let dataRange: Range<UInt64>?
-    private var symbolIDs: UInt64??
+    private var symbolIDs = LookedForOnce<UInt64>()
     private var iseqs: [UInt64: (header: [UInt8], name: String, file: String?)] = [:]
     private var methodNames: [UInt64: String] = [:]
 
@@ -51,8 +51,7 @@ public final class RubyFrameReader {
             named = text.split(separator: ".").prefix(2).joined(separator: ".")
         }
         if named.isEmpty {
-            let digits = module.name.drop { !$0.isNumber }.prefix { $0.isNumber || $0 == "." }
-            named = digits.split(separator: ".").prefix(2).joined(separator: ".")
+            named = module.versionInName.split(separator: ".").prefix(2).joined(separator: ".")
         }
         version = named
         if let data = image.section(named: ".data"), let base = data.baseAddress, let file = image.fileBytes.baseAddress,
@@ -235,7 +234,10 @@ public final class RubyFrameReader {
     /// 32-bit serial), str_sym (a pointer), ids (an Array), dsymbol_fstr_hash (a Hash) }`.
     /// Looked for once.
     private func symbolTable() -> UInt64? {
-        if let known = symbolIDs { return known }
+        symbolIDs.get { findSymbolTable() }
+    }
+
+    private func findSymbolTable() -> UInt64? {
         var result: UInt64?
         if let range = dataRange, range.count <= 1 << 20, let data = memory.bytes(range.lowerBound, range.count) {
             var offset = 0
@@ -249,7 +251,6 @@ public final class RubyFrameReader {
                 if objectType(ids) == RubyLayout.typeArray, objectType(hash) == RubyLayout.typeHash { result = ids }
             }
         }
-        symbolIDs = .some(result)
         return result
     }
 

@@ -92,3 +92,12 @@ public final class LoadedModule {
         image?.readWord(atVirtualAddress: address &- bias)
     }
 }
+
+extension LoadedModule {
+    /// The version a runtime's file name carries, its first run of digits and dots
+    /// (`php-fpm8.2`, `libphp8.2.so`: "8.2"; `libruby-3.1.so.3.1.2`: "3.1"); "" for none.
+    var versionInName: String {
+        let digits = name.drop { !$0.isNumber }.prefix { $0.isNumber || $0 == "." }
+        return String(digits.hasSuffix(".") ? digits.dropLast() : digits)
+    }
+}
