@@ -218,6 +218,7 @@ public final class StallMonitor {
     /// process found between its fork and its exec may have had its new maps read while its
     /// name was still the old one, and only that check (or the thread waking) renames it.
     private var identityChecked = false
+    private var nextIdentitySettle = 0.0
     /// When the maps are next re-read whatever stat says (see `step`).
     private var nextMapsCheck = 0.0
     /// True once the target exited or `stop` was called.
@@ -343,6 +344,10 @@ public final class StallMonitor {
             identityChecked = true
             for notice in InflationBudget.shared.drainNotices() { log("stallagent: " + notice) }
         }
+        if identity.settleReadsLeft > 0, now >= nextIdentitySettle {
+            settleIdentity()
+            nextIdentitySettle = now + ProgramIdentity.settleSpacing
+        }
         if health == nil || now - health!.time >= Self.healthInterval { recordLoopHealth(at: now) }
         if !unwrittenFinals.isEmpty { retryFinalReports(at: now, final: false) }
         return true
@@ -395,6 +400,13 @@ public final class StallMonitor {
         case .rename: noteRename()
         case nil: break
         }
+    }
+
+    /// An identity read in the middle of an exec is read again, maps first (see
+    /// `ProgramIdentity.isHalfRead`).
+    private func settleIdentity() {
+        _ = try? inspector.refreshModules(force: true)
+        if identity.settle(of: inspector) { summary.name = identity.process.name }
     }
 
     /// The same program under a new name: reports take it; the watch goes on as it was.
@@ -1123,6 +1135,7 @@ public final class StallMonitor {
 
     @discardableResult
     private func write(_ snapshot: StallSnapshot) -> StallReport {
+        if identity.settleReadsLeft > 0 { settleIdentity() }
         let report = StallReport(snapshot: snapshot, context: context(for: snapshot))
         guard decisions[snapshot.id]?.shouldWriteReport ?? true else { return report }
         let folded =

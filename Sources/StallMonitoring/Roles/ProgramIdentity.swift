@@ -14,6 +14,8 @@ struct ProgramIdentity {
         var execCount: Int { get }
         var renameCount: Int { get }
         var mainBuildID: String? { get }
+        /// Whether the modules read last include the executable `executablePath` names.
+        var mapsExecutable: Bool { get }
         func threadName(_ tid: Int32) -> String?
         /// The command line /proc shows now; nil when it cannot be read.
         func currentCommandLine() -> [String]?
@@ -39,6 +41,14 @@ struct ProgramIdentity {
     /// The stack base (stat field 28) the latest stat showed: a new one means an exec began,
     /// under the same name too, and the maps are read again to see it.
     private var programStack: UInt64?
+    /// Re-reads left for an identity read in the middle of an exec (see `isHalfRead`).
+    private(set) var settleReadsLeft = 0
+    /// How many times an identity read mid-exec is read again, and how far apart: the kernel
+    /// finishes an exec within microseconds of its own work, so a few reads 20 ms apart always
+    /// see the end of it, and an executable that truly has no mapping (or no command line)
+    /// costs no more than these.
+    static let settleReads = 10
+    static let settleSpacing = 0.02
 
     init(of target: Target, redactArgv: Bool, unit: String?) {
         self.redactArgv = redactArgv
@@ -91,6 +101,27 @@ struct ProgramIdentity {
         execCount = target.execCount
         renameCount = target.renameCount
         (process, thread) = Self.read(target, redactArgv: redactArgv, unit: unit)
+        settleReadsLeft = Self.isHalfRead(process, target) ? Self.settleReads : 0
+    }
+
+    /// An exec seen while the kernel is still in it: the new name and executable are set
+    /// before the program is mapped and before its arguments are on its stack, so /proc gives
+    /// an empty command line and maps without the executable (whose build-id would then be
+    /// the loader's). Reports written from such a read named the new program with the old
+    /// program's build-id or none, and no command line (a clean-clone CI run of
+    /// `attack8_execReloadsTheProcessIdentity`, under load).
+    static func isHalfRead(_ process: ReportProcessInfo, _ target: Target) -> Bool {
+        process.commandLine?.isEmpty == true || (process.path != nil && !target.mapsExecutable)
+    }
+
+    /// Reads a half-read identity again (the caller re-read the maps first); true once it is
+    /// whole or the re-reads are spent.
+    mutating func settle(of target: Target) -> Bool {
+        guard settleReadsLeft > 0 else { return true }
+        settleReadsLeft -= 1
+        (process, thread) = Self.read(target, redactArgv: redactArgv, unit: unit)
+        if !Self.isHalfRead(process, target) { settleReadsLeft = 0 }
+        return settleReadsLeft == 0
     }
 
     /// The same program under a new name: reports take it.
@@ -102,6 +133,8 @@ struct ProgramIdentity {
 
 extension ProcessInspector: ProgramIdentity.Target {
     var mainBuildID: String? { mainModule?.image?.buildID }
+
+    var mapsExecutable: Bool { modules.modules.contains { $0.path == executablePath } }
 
     func currentCommandLine() -> [String]? {
         (try? ProcFS.readBytes("/proc/\(pid)/cmdline", pid: pid))

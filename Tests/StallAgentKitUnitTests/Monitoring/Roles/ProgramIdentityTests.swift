@@ -16,6 +16,7 @@ import StallReports
         var commandLine: [String]? = ["bash", "run.sh"]
         /// What /proc/PID/exe says now (nil: unreadable).
         var exe: String? = "/usr/bin/bash"
+        var mapsExecutable = true
 
         func threadName(_ tid: Int32) -> String? { threadNames[tid] }
         func currentCommandLine() -> [String]? { commandLine }
@@ -107,5 +108,43 @@ import StallReports
         // Still the same program: a later counted exec is an exec.
         target.execCount = 1
         #expect(identity.change(in: target, mapsChanged: false) == .exec)
+    }
+
+    /// An exec seen mid-way (the new name and executable set, the program not yet mapped, its
+    /// arguments not yet on its stack) is read again until it is whole, and at most
+    /// `settleReads` times when it never becomes so.
+    @Test func anIdentityReadMidExecIsReadAgainUntilWhole() {
+        let target = FakeTarget()
+        var identity = ProgramIdentity(of: target, redactArgv: false, unit: nil)
+        target.name = "otherprog"
+        target.executablePath = "/tmp/otherprog"
+        target.execCount = 1
+        target.commandLine = []
+        target.mapsExecutable = false
+        target.mainBuildID = "loader"
+        identity.noteExec(of: target)
+        #expect(identity.process.name == "otherprog")
+        #expect(identity.settleReadsLeft == ProgramIdentity.settleReads)
+        let first = identity.settle(of: target)
+        #expect(!first)
+        target.commandLine = ["/tmp/otherprog", "loop"]
+        target.mapsExecutable = true
+        target.mainBuildID = "feed"
+        let second = identity.settle(of: target)
+        #expect(second)
+        #expect(identity.process.commandLine == ["/tmp/otherprog", "loop"])
+        #expect(identity.process.buildId == "feed")
+        #expect(identity.settleReadsLeft == 0)
+
+        // A whole read needs no settling; one that never becomes whole stops re-reading.
+        identity.noteExec(of: target)
+        #expect(identity.settleReadsLeft == 0)
+        target.commandLine = []
+        identity.noteExec(of: target)
+        var reads = 0
+        while !identity.settle(of: target) { reads += 1 }
+        #expect(reads == ProgramIdentity.settleReads - 1)
+        let spent = identity.settle(of: target)
+        #expect(spent)
     }
 }
