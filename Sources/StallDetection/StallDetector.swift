@@ -56,6 +56,9 @@ public struct StallDetector: Sendable {
     private var lastSampleAttemptAnyEpisode: Double?
     /// Batch rule: the runner's own frames (nil until the first batch sample since start/exec).
     private var outerFrames: Set<StallFrameTracker.Key>?
+    /// Batch rule: the runner's own frames are known (or, joined after start, not needed):
+    /// samples of a thread other than the one the runner started on can be taken now.
+    public var knowsRunnerFrames: Bool { outerFrames != nil || joinedAfterStart }
     /// Batch rule: the first sample since the watch began is not start-up (see
     /// `DetectorConfiguration.batchJoinedAfterStart`); false after an exec.
     private var joinedAfterStart: Bool
@@ -591,8 +594,9 @@ public struct StallDetector: Sendable {
 
     /// pytest's, unittest's and most C harnesses' naming of a test: `test_x`, `Case.test_x`.
     public static func isTestFunction(_ name: String) -> Bool {
-        let last = name.split(separator: ".").last.map(String.init) ?? name
-        return last.hasPrefix("test")
+        // Python's `Class.test_x`, Rust's `crate::tests::test_x`, Go's `pkg.TestX`.
+        let last = name.split(separator: ".").last.flatMap { $0.split(separator: ":").last } ?? Substring(name)
+        return last.hasPrefix("test") || last.hasPrefix("Test")
     }
 
     /// The process replaced its program (exec): the new one starts up afresh, with runner frames

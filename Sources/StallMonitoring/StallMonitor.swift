@@ -62,6 +62,20 @@ public final class StallMonitor {
     private var lastFedTime = -Double.infinity
     private var lastCPUNanos: UInt64 = 0
     private var lastRunQueueNanos: UInt64 = 0
+    /// The thread a batch process's main thread waits for, watched in its stead.
+    private let worker: WorkerThreadFollower
+    /// The worker the latest probe watched instead of the main thread (nil: the main thread).
+    private var followedWorker: WorkerThreadFollower.Probe?
+    /// Where (system call, stack pointer, program counter) the latest sample of the main thread
+    /// found it joining or waiting for another thread (`waitForThreadFrames`): while it waits
+    /// there, the thread it waits for is watched in its stead. Not the call's arguments: a
+    /// runner joining test after test from one call site waits on another futex each time, and
+    /// matching them re-learnt the site from a new sample per test, 0.1 s late.
+    private var workerWaitSite: (number: Int, sp: UInt64, pc: UInt64)?
+    /// The worker whose samples the current episode took, and per stall the worker its report
+    /// is about.
+    private var episodeWorker: ReportThreadInfo?
+    private var stallWorkers: [Int: ReportThreadInfo] = [:]
 
     private let turnTracker: LoopTurnTracker
     /// The evidence loop turns are counted by (see `LoopTurnTracker`), and why it is not a better one.
@@ -119,6 +133,23 @@ public final class StallMonitor {
     /// idles in (`SimpleQueue.get(timeout=1.0)` for its signals), has no Python frame of its own.
     static let waitForAnotherNativeFrames = ["_queue_SimpleQueue_get*"]
 
+    /// Native code joining or waiting for another thread: pthread's join, Rust's `JoinHandle`,
+    /// thread parking and channel receives (libtest's main thread waits on a channel while a
+    /// test runs in a thread of its own). A mutex or a condition variable is not: the thread
+    /// waited for is not known.
+    static let waitForThreadFrames = [
+        "pthread_join*", "__pthread_clockjoin*", "__pthread_timedjoin*", "*JoinHandle*::join*", "*JoinInner*::join*",
+        "<std::thread::Thread>::park*", "std::thread::park*", "std::thread::Thread::park*", "*mpsc*::recv*",
+        "*mpmc*::recv*",
+    ]
+
+    /// True for a stack of machine code only (an interpreter's thread waits are its own, see
+    /// `waitsForAnother`) with a frame of `waitForThreadFrames`.
+    static func waitsForAnotherThread(_ frames: [SampledFrame]) -> Bool {
+        guard !frames.contains(where: \.isInterpreted) else { return false }
+        return frames.contains { frame in waitForThreadFrames.contains { GlobPattern.matches($0, frame.function) } }
+    }
+
     /// True when the innermost interpreted frame is one of `waitForAnotherFrames`, or the native
     /// frames running it are one of `waitForAnotherNativeFrames`: the lock the thread waits in
     /// is the join's or the queue's, not one that work contends for.
@@ -164,6 +195,7 @@ public final class StallMonitor {
         inspector.perfSampling = options.perfSampling
         inspector.perfSamplePeriod = options.sampleInterval / 2
         probe = try ThreadProbeFiles(pid: inspector.pid, tid: inspector.pid)
+        worker = WorkerThreadFollower(target: inspector)
         if let limit = options.killAfter, let pidfd {
             killPolicy = KillPolicy(limit: limit, grace: options.killGrace, pid: inspector.pid, pidfd: pidfd, log: log)
         }
@@ -266,7 +298,7 @@ public final class StallMonitor {
         settledIn = nil
         let turned = turnTracker.readCounter()
         let wasNested = inNestedWait
-        let (cpuBefore, runQueueBefore) = (lastCPUNanos, lastRunQueueNanos)
+        let (cpuBefore, runQueueBefore) = (observedCPUNanos, observedRunQueueNanos)
         var observation = observe(at: now, turned: turned)
         if let reader = loopProbe, let state = reader.read() {
             observation = applyLoopProbe(state, to: observation)
@@ -433,6 +465,8 @@ public final class StallMonitor {
                 "stallagent: \(before.terminalSafe) [\(inspector.pid)] exec'd \((identity.process.path ?? identity.process.name).terminalSafe); reports now name it \(identity.process.name.terminalSafe)"
             )
         }
+        worker.forget()
+        workerWaitSite = nil
         frameCache.removeAll()
         canonicalWaitSites.removeAll()
         homeWaits = HomeWaitTracker()
@@ -568,7 +602,8 @@ public final class StallMonitor {
         // schedstat add nothing (a stopped thread in epoll_wait is "no stall" either way), and
         // skipping them halves the cost of an idle watch.
         if waitVerdict == .home, !detector.isInEpisode, !waitSiteIsNew {
-            return ThreadObservation(time: now, activity: .idle, cpuNanos: lastCPUNanos, runQueueNanos: lastRunQueueNanos)
+            followedWorker = nil
+            return ThreadObservation(time: now, activity: .idle, cpuNanos: observedCPUNanos, runQueueNanos: observedRunQueueNanos)
         }
         guard let stat = probe.stat() else {
             // Reaped already: the wrapper (the command's parent, or the subreaper of orphans)
@@ -627,12 +662,30 @@ public final class StallMonitor {
             // Parked in the very same call at two probes in a row: settled (see `armWakeUp`).
             if parkedIn == previousParked { settledIn = parkedIn }
         }
+        followedWorker = nil
+        // Not before the runner's frames are learnt from the main thread's own first sample:
+        // a test's frames taken for the runner's are never a stall.
+        if detector.phase == .batch, detector.knowsRunnerFrames, let site = workerWaitSite, let syscall,
+            syscall.syscallNumber == site.number, syscall.stackPointer == site.sp, syscall.programCounter == site.pc,
+            activity == .blockedCall || activity == .lockWait, let seen = worker.look(at: now)
+        {
+            let inspector = self.inspector
+            activity = classifier.classify(state: seen.stat.state, syscall: seen.syscall, fileKind: { inspector.fileKind($0) }).activity
+            followedWorker = seen.probe
+        } else if detector.phase == .batch {
+            worker.forget()
+        }
         resetEpisodeStatisticsIfNeeded()
         lastCPUNanos = sched?.cpuNanos ?? lastCPUNanos
         lastRunQueueNanos = sched?.runQueueNanos ?? lastRunQueueNanos
         return ThreadObservation(
-            time: now, activity: activity, cpuNanos: lastCPUNanos, runQueueNanos: lastRunQueueNanos)
+            time: now, activity: activity, cpuNanos: observedCPUNanos, runQueueNanos: observedRunQueueNanos)
     }
+
+    /// The main thread's CPU and run-queue time, plus the followed workers' (see
+    /// `WorkerThreadFollower`): one count that only grows.
+    private var observedCPUNanos: UInt64 { lastCPUNanos &+ worker.cpuNanos }
+    private var observedRunQueueNanos: UInt64 { lastRunQueueNanos &+ worker.runQueueNanos }
 
     /// The thread's activity. A thread still in the very same call (identical /proc syscall
     /// line and state) is not classified again: that would re-read its fd link and, with
@@ -874,8 +927,15 @@ public final class StallMonitor {
             stopFree = sampled
         }
         summary.samples += 1
+        // The thread the main thread waits for, when it is the one watched (batch only).
+        let sampledWorker = followedWorker as? ThreadProbeFiles
+        if let sampledWorker {
+            episodeWorker = ReportThreadInfo(tid: sampledWorker.tid, name: inspector.threadName(sampledWorker.tid) ?? "?")
+        }
         do {
-            let (snapshot, stack) = try stopFree ?? inspector.captureStack(tid: inspector.pid, activity: activity, probe: probe)
+            let (snapshot, stack) =
+                try stopFree
+                ?? inspector.captureStack(tid: sampledWorker?.tid ?? inspector.pid, activity: activity, probe: sampledWorker ?? probe)
             if isBackInLoop(snapshot) {
                 // The loop went back to its wait between the probe and the capture: this stack
                 // is the loop's, not the work's, and must not name the stall.
@@ -909,6 +969,22 @@ public final class StallMonitor {
                 let frames = inspector.symbolizer.symbolize(stack, sourceLines: false)
                 keepUnresolvable(frames)
                 sampled = frames.map(self.sampled)
+            }
+            if let sampledWorker {
+                // glibc hands a finished thread's stack to the next thread it creates: the next
+                // test's frames sat at the same addresses and were taken for the same
+                // activations (one stall of two tests). Another thread's frame is another
+                // activation; user-space stack addresses leave the top 16 bits free to say so.
+                let tag = UInt64(truncatingIfNeeded: sampledWorker.tid) << 48
+                for index in sampled.indices { sampled[index].cfa ^= tag }
+            }
+            if sampledWorker == nil {
+                workerWaitSite = nil
+                if detector.phase == .batch, Self.waitsForAnotherThread(sampled), let info = snapshot.syscall,
+                    let number = info.syscallNumber, let sp = info.stackPointer, let pc = info.programCounter
+                {
+                    workerWaitSite = (number, sp, pc)
+                }
             }
             lockHintSyscall = nil
             if activity == .blockedCall || activity == .lockWait, let info = snapshot.syscall, info.syscallNumber == 202,
@@ -1057,6 +1133,7 @@ public final class StallMonitor {
         for event in events {
             switch event {
             case .stallStarted(let snapshot):
+                if let episodeWorker { stallWorkers[snapshot.id] = episodeWorker }
                 let decision = fingerprints.record(
                     snapshot.fingerprint, wallTime: Date().timeIntervalSince1970,
                     minimumInterval: options.minimumReportInterval)
@@ -1068,11 +1145,11 @@ public final class StallMonitor {
                         .detected(
                             report: report, reportPath: decision.shouldWriteReport ? reportPaths[snapshot.id]?.text : nil,
                             message:
-                                "stall #\(snapshot.id) in \(inspector.name)[\(inspector.pid)] detected: main thread \(describe(snapshot, report)) for \(Format.seconds(snapshot.duration)) so far"
+                                "stall #\(snapshot.id) in \(inspector.name)[\(inspector.pid)] detected: \(stalledThread(snapshot.id)) \(describe(snapshot, report)) for \(Format.seconds(snapshot.duration)) so far"
                                 + (decision.shouldWriteReport ? "" : " (seen before: \(decision.occurrence)×)")))
                 } else if !options.quiet {
                     log(
-                        "stallagent: stall #\(snapshot.id) in \(inspector.name.terminalSafe)[\(inspector.pid)] detected: main thread \(describe(snapshot, report)) for \(Format.seconds(snapshot.duration)) so far"
+                        "stallagent: stall #\(snapshot.id) in \(inspector.name.terminalSafe)[\(inspector.pid)] detected: \(stalledThread(snapshot.id).terminalSafe) \(describe(snapshot, report)) for \(Format.seconds(snapshot.duration)) so far"
                             + (decision.shouldWriteReport ? "" : " (seen before: \(decision.occurrence)×)"))
                 }
             case .stallUpdated(let snapshot):
@@ -1080,7 +1157,10 @@ public final class StallMonitor {
                 write(snapshot)
             case .stallEnded(let snapshot):
                 record(snapshot, write(snapshot))
+                stallWorkers[snapshot.id] = nil
+                episodeWorker = nil
             case .episodeEnded(let episode):
+                episodeWorker = nil
                 turnLengths.add(episode.duration)
                 if pendingTurnLengths.count < 4096 { pendingTurnLengths.append(episode.duration) }
                 healthLongestTurn = max(healthLongestTurn, episode.duration)
@@ -1088,6 +1168,12 @@ public final class StallMonitor {
                 break
             }
         }
+    }
+
+    /// The thread a stall is about: the main thread, or the one it waits for.
+    private func stalledThread(_ id: Int) -> String {
+        guard let thread = stallWorkers[id] else { return "main thread" }
+        return "thread \(thread.name) [\(thread.tid)], which the main thread waits for,"
     }
 
     private func describe(_ snapshot: StallSnapshot, _ report: StallReport?) -> String {
@@ -1125,7 +1211,7 @@ public final class StallMonitor {
                 unavailable: $0.unavailable?.rawValue)
         }
         return StallReportContext(
-            process: identity.process, thread: identity.thread, wallClockOffset: wallClockOffset,
+            process: identity.process, thread: stallWorkers[snapshot.id] ?? identity.thread, wallClockOffset: wallClockOffset,
             resolveFrame: { [unowned self] frame, index in self.resolve(frame, index: index) },
             binaryImages: images, lockOwner: lockOwners[snapshot.id],
             agent: captureStatistics.episodeStats(samples: snapshot.sampleCount, probeInterval: options.probeInterval),

@@ -9,7 +9,8 @@ import StallDetection
 ///
 /// Defaults, when no user pattern decides:
 /// - machine code: the main executable and shared libraries outside the system's directories
-///   are the application's; shared libraries under `/usr`, `/lib`, and runtimes by name
+///   are the application's, but for the standard libraries compiled into them (Rust's `std`,
+///   `core`, `alloc` and `test`, C++'s `std`) and Rust's crates from the registry; shared libraries under `/usr`, `/lib`, and runtimes by name
 ///   (interpreters, libuv, GLib, libevent, V8, Lua) are not, nor Python extensions in the
 ///   standard library or installed packages and Node addons in `node_modules`, wherever they are;
 /// - Python: the program's own files; not the standard library, `site-packages`,
@@ -70,6 +71,8 @@ public struct AppFrameRule: Sendable {
             guard let file = frame.file else { return false }
             return !(file.hasPrefix("node:") || file.contains("/node_modules/"))
         }
+        if let function = frame.function, isStandardLibraryFunction(function) { return false }
+        if let file = frame.file, file.hasPrefix("/rustc/") || file.contains("/.cargo/registry/") { return false }
         guard let module = frame.module else {
             // JIT code named from a perf map, or nothing at all.
             guard let function = frame.function else { return nil }
@@ -115,6 +118,29 @@ public struct AppFrameRule: Sendable {
         }
         return false
     }
+
+    /// Rust's standard library and test harness and C++'s standard library, compiled into the
+    /// executable itself (generics, inlined templates) and so in a module of the application's:
+    /// `std::thread::sleep` under a `cargo test` test was its culprit. By the first path
+    /// segment, also of a trait method's qualified self type (`<core::ops::Range<T> as
+    /// …>::next`); `<mycrate::Parser as core::fmt::Debug>::fmt` is the user's.
+    static func isStandardLibraryFunction(_ function: String) -> Bool {
+        guard function.hasPrefix("<") else { return startsInStandardNamespace(function[...]) }
+        let qualified = function.dropFirst()
+        // A primitive's trait method (`<u64 as core::iter::range::Step>::forward_unchecked`)
+        // is the trait's.
+        if let asWord = qualified.range(of: " as "), !qualified[..<asWord.lowerBound].contains("::") {
+            return startsInStandardNamespace(qualified[asWord.upperBound...])
+        }
+        return startsInStandardNamespace(qualified)
+    }
+
+    private static func startsInStandardNamespace(_ name: Substring) -> Bool {
+        guard let end = name.firstIndex(of: ":"), name[end...].hasPrefix("::") else { return false }
+        return standardNamespaces.contains(name[..<end])
+    }
+
+    static let standardNamespaces: Set<Substring> = ["std", "core", "alloc", "test", "__gnu_cxx", "__cxxabiv1"]
 
     static let systemDirectories = ["/usr/", "/lib/", "/lib64/", "/lib32/", "/libx32/", "/snap/", "/nix/store/", "/opt/swift/"]
 

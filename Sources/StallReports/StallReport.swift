@@ -186,9 +186,14 @@ public struct StallReport: Codable, Sendable {
     public var culpritName: String? {
         guard let culprit = culpritFrame else { return nil }
         let name = culprit.function.map { culprit.approximate ? "\($0) (approximate)" : $0 } ?? culprit.displayName
-        guard culprit.isPython, !Self.isTestFunction(culprit.function),
+        // The test in the culprit's own language: a Python test above a Python helper, a Rust
+        // or Go test function of the application's above its helper.
+        let sameKind = { (frame: SymbolizedFrame) in
+            culprit.isPython ? frame.isPython : !frame.isScript && frame.inApp == true
+        }
+        guard culprit.isPython || culprit.inApp == true, !Self.isTestFunction(culprit.function),
             let frames = heaviestStack?.frames, let index = frames.firstIndex(of: culprit),
-            let test = frames[index...].first(where: { $0.isPython && Self.isTestFunction($0.function) })?.function
+            let test = frames[index...].first(where: { sameKind($0) && Self.isTestFunction($0.function) })?.function
         else { return name }
         return "\(test) → \(name)"
     }

@@ -15,9 +15,16 @@ enum StallReportDescription {
         }
         let limit = report.phase == StallPhase.launch.rawValue ? "launch threshold" : "threshold"
         let during = report.phase == StallPhase.launch.rawValue ? " during launch" : ""
-        return "main thread \(doing)\(during) for \(ReportNumber.duration(report.durationSeconds)) "
+        return "\(subject(report)) \(doing)\(during) for \(ReportNumber.duration(report.durationSeconds)) "
             + (report.thresholdSeconds.isFinite ? "(\(limit) \(ReportNumber.duration(report.thresholdSeconds))), " : "(no \(limit)), ")
             + outcome(report)
+    }
+
+    /// The main thread, or the thread it waited for when that thread was watched in its stead
+    /// (a Rust test's own thread under libtest; `WorkerThreadFollower` in the monitor).
+    private static func subject(_ report: StallReport) -> String {
+        guard report.thread.tid != report.process.pid else { return "main thread" }
+        return "thread \(report.thread.name) [\(report.thread.tid)], which the main thread waited for,"
     }
 
     /// Phrased from the cause, not the printed reason, so a stall that ended in the target's

@@ -61,7 +61,8 @@ public enum StallReportTextRenderer {
         let duration = (ReportNumber.duration(r.durationSeconds) + (r.ongoing ? "+" : ""))
             .padding(toLength: 16, withPad: " ", startingAt: 0)
         out.append(field("Duration:", duration + "Duration Sampled: " + sampled))
-        out.append(field("Main Thread:", mainThread(r.stateBreakdown)))
+        // A thread the main thread waited for (`Description:` says which) is not the main thread.
+        out.append(field(r.thread.tid == r.process.pid ? "Main Thread:" : "Thread:", mainThread(r.stateBreakdown)))
         if let turns = r.loopTurns {
             out.append(field("Loop Turns:", turns + (r.loopTurnsNote.map { " (\($0))" } ?? "")))
         }

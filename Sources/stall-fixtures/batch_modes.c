@@ -6,7 +6,11 @@
  *   spinning_test                3 s of pure CPU              (hang)
  *   deadlock_test                lock-order deadlock with thread `partner`, which gives
  *                                up after 4 s (pthread_mutex_timedlock)   (lock)
- * Every test is its own function, called once, like the tests of a real suite. */
+ * Every test is its own function, called once, like the tests of a real suite.
+ *
+ * thread-batch: the same runner run as Rust's libtest runs tests, each in a thread
+ * of its own named after it while the main thread joins it: fast_test_0 .. 5,
+ * sleepy_test, fast_test_6 .. 11, spinning_test, then exit 0. */
 #define _GNU_SOURCE
 #include "include/stall_fixtures.h"
 
@@ -37,7 +41,7 @@ FAST_TEST(6) FAST_TEST(7) FAST_TEST(8) FAST_TEST(9) FAST_TEST(10) FAST_TEST(11)
 FAST_TEST(12) FAST_TEST(13) FAST_TEST(14) FAST_TEST(15) FAST_TEST(16) FAST_TEST(17)
 FAST_TEST(18) FAST_TEST(19) FAST_TEST(20) FAST_TEST(21) FAST_TEST(22) FAST_TEST(23)
 
-FIXTURE_FRAME static int sleepy_test(void)
+FIXTURE_FRAME static uint64_t sleepy_test(void)
 {
     announce("sleepy_test");
     nanosleep_ns(seconds_to_ns(3));
@@ -110,4 +114,45 @@ int run_batch(const struct fixture_args *args)
     printf("done sink=%llu\n", (unsigned long long)(sink & 1));
     fflush(stdout);
     return 1;
+}
+
+/* A thread per test, joined by the runner (libtest's shape). */
+static void *threaded_test(void *arg)
+{
+    uint64_t (*test)(void) = (uint64_t (*)(void))arg;  /* a function pointer through void*, as pthread wants */
+    char name[16] = "";
+    if (test == sleepy_test)
+        snprintf(name, sizeof name, "sleepy");
+    else if (test == spinning_test)
+        snprintf(name, sizeof name, "spinning");
+    else
+        snprintf(name, sizeof name, "fast");
+    set_thread_name(name);
+    return (void *)(uintptr_t)test();
+}
+
+FIXTURE_FRAME static uint64_t run_in_thread(uint64_t (*test)(void))
+{
+    void *result = NULL;
+    pthread_t thread = spawn_thread(threaded_test, (void *)test);
+    pthread_join(thread, &result);
+    KEEP_FRAME();
+    return (uint64_t)(uintptr_t)result;
+}
+
+int run_thread_batch(const struct fixture_args *args)
+{
+    (void)args;
+    uint64_t (*const fast[])(void) = {
+        fast_test_0, fast_test_1, fast_test_2, fast_test_3, fast_test_4, fast_test_5,
+        fast_test_6, fast_test_7, fast_test_8, fast_test_9, fast_test_10, fast_test_11,
+    };
+    uint64_t sink = 0;
+    for (int i = 0; i < 6; i++) sink += run_in_thread(fast[i]);
+    sink += run_in_thread(sleepy_test);
+    for (int i = 6; i < 12; i++) sink += run_in_thread(fast[i]);
+    sink += run_in_thread(spinning_test);
+    printf("done sink=%llu\n", (unsigned long long)(sink & 1));
+    fflush(stdout);
+    return 0;
 }

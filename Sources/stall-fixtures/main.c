@@ -65,6 +65,8 @@ static const struct mode modes[] = {
       "the bare floor of an idle watch: pread /proc/PID/task/PID/syscall every 10 ms for SECONDS, print cpu_seconds=" },
     { "batch", run_batch, 0, 0, 0, "",
       "a test runner: 24 fast tests around sleepy_test (3 s sleep), spinning_test (3 s CPU) and deadlock_test (4 s lock-order deadlock); prints `test NAME` per test, `done`, exits 1" },
+    { "thread-batch", run_thread_batch, 0, 0, 0, "",
+      "the batch runner's fast tests, sleepy_test and spinning_test, each in a thread of its own joined by main (Rust libtest's shape); exits 0" },
     { "loop", run_loop, 0, 0, OPT_SCRIPT | OPT_LOG | OPT_GAP | OPT_EXIT_WHEN_DONE,
       "--script SPEC [--log FILE] [--gap SECONDS] [--exit-when-done]",
       "5 ms timer event loop that runs scripted stalls (see below)" },

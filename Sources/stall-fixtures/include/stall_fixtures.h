@@ -71,6 +71,7 @@ int run_loop(const struct fixture_args *args);
 int run_park(const struct fixture_args *args);
 int run_spawner(const struct fixture_args *args);
 int run_batch(const struct fixture_args *args);
+int run_thread_batch(const struct fixture_args *args);
 int run_probe_loop(const struct fixture_args *args);
 
 /* ---- frames shared between modes -------------------------------------------- */

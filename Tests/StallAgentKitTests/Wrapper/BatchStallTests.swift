@@ -132,6 +132,83 @@ import Glibc
         #expect(written.allSatisfy { $0.functions.contains("busy") }, "\(all)")
     }
 
+    /// A runner that runs each test in a thread of its own and joins it (Rust libtest's shape,
+    /// whatever the rustc): the joined thread is watched in the main thread's stead, so each
+    /// slow test is one stall of its length, named by it, with that thread's state as reason.
+    @Test func aTestInAThreadOfItsOwnIsOneStallOfThatThread() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("batch-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let result = try runCommand(agent, ["--report-dir", dir, "--threshold", "1s", "--", fixtures, "thread-batch"], timeout: 120)
+        #expect(result.status == 0, "\(result.stderr)")
+        let found = summaries(result.stderr)
+        #expect(found.map(\.function) == ["sleepy_test", "spinning_test"], "\(result.stderr)")
+        #expect(found.first?.reason == "blocked")
+        #expect(["hang", "starved"].contains(found.last?.reason ?? "?"))
+        let written = try reports(in: dir)
+        try #require(written.count == 2, "\(result.stderr)")
+        #expect(written.allSatisfy { abs($0.duration - 3) <= 0.3 && !$0.functions.contains("run_in_thread") }, "\(written.map(\.duration))")
+        #expect(result.stderr.contains("thread sleepy ["), "\(result.stderr)")
+        let text = try FileManager.default.contentsOfDirectory(atPath: dir).filter { $0.hasSuffix(".txt") }.sorted()
+        let first = try String(contentsOfFile: dir + "/" + text[0], encoding: .utf8)
+        #expect(first.contains("Description:         thread sleepy ["), "\(first)")
+        #expect(first.contains("which the main thread waited for, blocked"), "\(first)")
+    }
+
+    /// Rust's libtest runs each test in a thread of its own while the main thread waits on a
+    /// channel: that thread is watched in the main thread's stead, so each slow test is one
+    /// stall of its length named by the test (before: one stall of both tests' lengths in
+    /// `Thread::park`). Built with `rustc --test` (scripts/setup installs Debian's rustc).
+    @Test(.enabled(if: BatchStallTests.rustc != nil, "needs rustc (scripts/setup installs it)"))
+    func rustTestsAreOneStallEachNamedByTheTest() throws {
+        let work = FileManager.default.temporaryDirectory.appendingPathComponent("rust-test-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: work) }
+        try """
+        pub fn helper(n: u64) -> u64 {
+            let mut s = 0u64;
+            for i in 0..n { s = s.wrapping_add(i * i % 7); }
+            s
+        }
+        #[cfg(test)]
+        mod tests {
+            use super::*;
+            use std::time::{Duration, Instant};
+            #[test]
+            fn test_a_fast() { std::thread::sleep(Duration::from_millis(200)); }
+            #[test]
+            fn test_b_sleep() { std::thread::sleep(Duration::from_secs(2)); }
+            #[test]
+            fn test_c_spin() {
+                let end = Instant::now() + Duration::from_secs(3);
+                let mut total = 0u64;
+                while Instant::now() < end { total = total.wrapping_add(helper(100000)); }
+                assert!(total != 1);
+            }
+        }
+        """.write(to: work.appendingPathComponent("slowtests.rs"), atomically: true, encoding: .utf8)
+        let binary = work.appendingPathComponent("slowtests").path
+        let build = try runCommand(
+            URL(fileURLWithPath: Self.rustc!), ["--test", "-g", "-o", binary, work.appendingPathComponent("slowtests.rs").path], timeout: 180)
+        try #require(build.status == 0, "\(build.stderr)")
+        let dir = work.appendingPathComponent("reports").path
+        let result = try runCommand(agent, ["--report-dir", dir, "--threshold", "1s", "--", binary, "--test-threads=1"], timeout: 120)
+        #expect(result.status == 0, "\(result.stdout)\n\(result.stderr)")
+        #expect(result.stdout.contains("3 passed"), "\(result.stdout)")
+        let written = try reports(in: dir).sorted { $0.duration < $1.duration }
+        let all = "\(written.map { ($0.reason, $0.duration, $0.functions.prefix(5)) })\n\(result.stderr)"
+        try #require(written.count == 2, "\(all)")
+        #expect(written[0].reason == "blocked" && abs(written[0].duration - 2) <= 0.2, "\(all)")
+        #expect(written[0].functions.contains("slowtests::tests::test_b_sleep"), "\(all)")
+        #expect(["hang", "starved"].contains(written[1].reason) && abs(written[1].duration - 3) <= 0.3, "\(all)")
+        #expect(written[1].functions.contains("slowtests::tests::test_c_spin"), "\(all)")
+        let named = summaries(result.stderr).map(\.function)
+        #expect(named == ["slowtests::tests::test_b_sleep", "slowtests::tests::test_c_spin"], "\(all)")
+    }
+
+    /// rustup's rustc for root (what a Rust user runs), or Debian's. Debian's 1.63 runs
+    /// `--test-threads=1` tests on the main thread itself; rustup's 1.95 runs each in a thread.
+    static let rustc: String? = ["/root/.cargo/bin/rustc", "/usr/bin/rustc"].first { FileManager.default.isExecutableFile(atPath: $0) }
+
     /// `--batch-threshold` above the slow tests' length: nothing is reported.
     @Test func batchThresholdApplies() throws {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("batch-\(UUID().uuidString)").path

@@ -501,4 +501,15 @@ struct BatchRuleDetectionTests {
     @Test func offMeansLaunchPhase() {
         #expect(detector(batch: nil).phase == .launch)
     }
+
+    /// A test function by its last name: Python's `Class.test_x`, Rust's `crate::tests::test_x`,
+    /// Go's `pkg.TestX`; a C++ namespace called `testing` is not one.
+    @Test func testFunctionsAreKnownByTheirLastName() {
+        for test in ["test_primes", "PrimeTests.test_primes", "slowtests::tests::test_spin", "slowtests.TestSpin"] {
+            #expect(StallDetector.isTestFunction(test), "\(test)")
+        }
+        for other in ["testing::internal::HandleExceptionsInMethodIfSupported", "TestCase.run", "slowtests::tests::test_spin::{{closure}}", "main"] {
+            #expect(!StallDetector.isTestFunction(other), "\(other)")
+        }
+    }
 }

@@ -116,4 +116,40 @@ import Testing
         glib.inApp = nil
         #expect(StallReport.culprit(in: [libc, glib])?.function == "g_usleep")
     }
+
+    /// Rust's standard library and test harness, compiled into the test binary itself, are not
+    /// the application's; a trait method is its self type's (or, for a primitive, the trait's).
+    @Test func standardLibrariesInTheExecutableAreNotTheApplications() {
+        let rule = AppFrameRule()
+        let binary = "slowtests-b7db332bf311b43f"
+        let path = "/srv/app/target/debug/deps/\(binary)"
+        for library in [
+            "std::thread::functions::sleep", "core::ops::function::FnOnce::call_once",
+            "test::run_test::{closure#0}", "<u64 as core::iter::range::Step>::forward_unchecked",
+            "<core::ops::range::Range<T> as core::iter::range::RangeIteratorImpl>::spec_next",
+            "<std::sys::thread::unix::Thread>::new::thread_start", "std::__introsort_loop<int*>",
+        ] {
+            #expect(rule.isApp(Self.native(library, binary, path: path)) == false, "\(library)")
+        }
+        for own in ["slowtests::helper", "slowtests::tests::test_spin::{{closure}}", "<slowtests::Parser as core::fmt::Debug>::fmt", "stdlib_shim"] {
+            #expect(rule.isApp(Self.native(own, binary, path: path)) == true, "\(own)")
+        }
+    }
+
+    /// A Rust test that spent its time in a helper is named by both, as a Python one is.
+    @Test func aNativeTestAboveItsHelperIsNamedByBoth() {
+        let binary = "slowtests"
+        var frames = [
+            Self.native("slowtests::helper", binary, path: "/srv/slowtests"),
+            Self.native("slowtests::tests::test_spin", binary, path: "/srv/slowtests"),
+            Self.native("core::ops::function::FnOnce::call_once", binary, path: "/srv/slowtests"),
+        ]
+        for index in frames.indices { frames[index].inApp = AppFrameRule().isApp(frames[index]) }
+        #expect(StallReport.culprit(in: frames)?.function == "slowtests::helper")
+        var report = StallReport(snapshot: ReportFixtures.hangEnded(), context: ReportFixtures.context())
+        report.heaviestStack = ReportHeaviestStack(samples: 3, totalSamples: 3, frames: frames)
+        #expect(report.culpritName == "slowtests::tests::test_spin → slowtests::helper")
+        report.heaviestStack?.frames.removeFirst()
+        #expect(report.culpritName == "slowtests::tests::test_spin")
+    }
 }
