@@ -37,6 +37,8 @@ public struct MonitorSummary: Sendable {
     /// The main thread exited (pthread_exit) while this many other threads run on: the
     /// process lives, its main thread is gone (issue 27).
     public var mainThreadExitedLeaving: Int?
+    /// The process exec'd a Go program, which is not watched (`StallAgentError.goProgram`).
+    public var execdGoProgram = false
     public var stoppedBySignal: Int32?
     public var reportDirectory: String
     public var samples = 0

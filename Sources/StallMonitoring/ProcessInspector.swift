@@ -198,6 +198,13 @@ public final class ProcessInspector {
     /// Where the executable was mapped: a new address (ASLR) tells an exec of the same file.
     private var lastMainMapping: UInt64?
 
+    /// The executable was built by Go (its build-info section or build-id note, which even a
+    /// stripped Go binary keeps).
+    public var isGoProgram: Bool {
+        guard let module = modules.modules.first(where: { $0.path == executablePath }), let image = module.image else { return false }
+        return image.section(named: ".go.buildinfo") != nil || image.section(named: ".note.go.buildid") != nil
+    }
+
     public var mainModule: LoadedModule? {
         modules.modules.first { $0.path == executablePath } ?? modules.modules.first
     }

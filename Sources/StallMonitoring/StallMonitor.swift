@@ -189,6 +189,7 @@ public final class StallMonitor {
         inspector = try ProcessInspector(
             pid: pid, capturer: ThreadCapturer(options: captureOptions), debugDirectories: options.debugDirectories,
             debuginfod: .background)
+        if inspector.isGoProgram { throw StallAgentError.goProgram(pid: inspector.pid) }
         writer = try ReportWriter(directory: options.reportDirectory)
         classifier = ThreadStateClassifier(extraIdleSyscalls: options.extraIdleSyscalls)
         inspector.classifier = classifier
@@ -460,6 +461,14 @@ public final class StallMonitor {
         inspector.reidentify()
         identity.noteExec(of: inspector)
         summary.name = identity.process.name
+        if inspector.isGoProgram {
+            log(
+                "stallagent: \(before.terminalSafe) [\(inspector.pid)] exec'd \((identity.process.path ?? identity.process.name).terminalSafe), a Go program: "
+                    + "\(StallAgentError.goProgramPhrase); it is not watched any more")
+            summary.execdGoProgram = true
+            finished = true
+            return
+        }
         if !options.quiet {
             log(
                 "stallagent: \(before.terminalSafe) [\(inspector.pid)] exec'd \((identity.process.path ?? identity.process.name).terminalSafe); reports now name it \(identity.process.name.terminalSafe)"

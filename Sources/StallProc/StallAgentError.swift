@@ -14,6 +14,9 @@ public enum StallAgentError: Error, CustomStringConvertible, Equatable {
     /// main thread is a zombie.
     case mainThreadExited(pid: Int32, threads: Int)
     case kernelThread(pid: Int32)
+    /// A Go program: its goroutines are not tied to threads (docs/architecture.md, "Go
+    /// programs are not watched").
+    case goProgram(pid: Int32)
     case alreadyTraced(pid: Int32, tracer: Int32)
     case targetExited(pid: Int32)
     case captureTimedOut(tid: Int32, milliseconds: Int)
@@ -66,6 +69,8 @@ public enum StallAgentError: Error, CustomStringConvertible, Equatable {
                 + "(`stallagent dump --all-threads --pid \(pid)` shows the others)"
         case .kernelThread(let pid):
             return "process \(pid) is a kernel thread: it has no user-space stack to capture"
+        case .goProgram(let pid):
+            return "process \(pid) is a Go program: \(Self.goProgramPhrase) (`stallagent dump --all-threads --pid \(pid)` shows its threads)"
         case .alreadyTraced(let pid, let tracer):
             return "process \(pid) is already being traced by pid \(tracer) (a debugger or strace?); detach it first"
         case .targetExited(let pid):
@@ -90,6 +95,11 @@ public enum StallAgentError: Error, CustomStringConvertible, Equatable {
         }
     }
 
+    /// Why a Go program is not watched, in every message that says so.
+    public static let goProgramPhrase =
+        "its goroutines move between threads, so no thread's stack or state says which goroutine is stalled; "
+        + "stallagent does not watch Go programs"
+
     /// "main thread has exited (pthread_exit) while N other threads run on": the one wording
     /// the error, a pidfile's refusal and a watch that sees it happen share.
     public static func mainThreadExitedPhrase(threads: Int) -> String {
@@ -101,7 +111,7 @@ public enum StallAgentError: Error, CustomStringConvertible, Equatable {
         switch self {
         case .noSuchProcess, .targetExited: return 3
         case .permissionDenied, .missingCapability: return 4
-        case .zombie, .mainThreadExited, .kernelThread, .alreadyTraced: return 5
+        case .zombie, .mainThreadExited, .kernelThread, .goProgram, .alreadyTraced: return 5
         case .captureTimedOut, .threadMoved: return 6
         case .invalidArgument: return 64
         case .reportDirectory: return 73

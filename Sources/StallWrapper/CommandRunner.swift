@@ -180,13 +180,14 @@ public final class CommandRunner {
         outcome.snapshots = snapshots
         outcome.expiredTimeout = timedOut ? options.timeout : nil
         outcome.unwatched = unwatched
+        outcome.unwatchedGo = unwatchedGo
         outcome.unwatchedForDescriptors = shortOfDescriptors.map { (name: $0.value, pid: $0.key) }.sorted { $0.pid < $1.pid }
         // The command's status passes through whatever its value; 125 only when the agent
         // lost it (it cannot, short of a bug, but it must not invent a status).
         if outcome.isFailure {
             outcome.status = RunExitCode.timedOut
         } else if let status = childStatus {
-            if status == 0, outcome.unwatched.contains(where: { $0.pid == child }) {
+            if status == 0, (outcome.unwatched + outcome.unwatchedGo).contains(where: { $0.pid == child }) {
                 outcome.status = RunExitCode.notWatched
             } else {
                 outcome.status =
@@ -222,7 +223,13 @@ public final class CommandRunner {
 
     private func collectFinished(all: Bool) {
         for (pid, monitor) in monitors where all || monitor.finished {
-            finishedSummaries.append(monitor.end())
+            let summary = monitor.end()
+            finishedSummaries.append(summary)
+            // Said by the monitor when it saw the exec; not watched again.
+            if summary.execdGoProgram {
+                refused.insert(pid)
+                unwatchedGo.append((summary.name, pid))
+            }
             if pid != child { _ = ReapedExitLedger.shared.take(pid: pid) }
             monitors[pid] = nil
         }
@@ -269,6 +276,9 @@ public final class CommandRunner {
                 let monitor = try StallMonitor(pid: pid, options: options.monitor, joinedAfterStart: pid != child, log: log)
                 monitor.begin(at: now)
                 monitors[pid] = monitor
+            } catch StallAgentError.goProgram {
+                refused.insert(pid)
+                noteGoProgram(pid: pid, name: stat.name)
             } catch StallAgentError.permissionDenied {
                 // Not ours to trace (a setuid or file-capability program, run by an agent
                 // without CAP_SYS_PTRACE): said, never silently skipped (issue 27).
@@ -295,6 +305,19 @@ public final class CommandRunner {
             "stallagent: the open-file limit (\(OpenFileLimit.soft)) leaves no descriptors to watch \(name.terminalSafe) [\(pid)]: "
                 + "it and further processes of the run are watched only as others end, and the summary counts "
                 + "those never watched (raise the hard limit: ulimit -Hn, LimitNOFILE=)")
+    }
+
+    /// Go programs of the run (the `go` tool, its compiler, test binaries), not watched.
+    private var unwatchedGo: [(name: String, pid: Int32)] = []
+
+    /// Says the first Go program of the run and counts the rest (`go test` runs several).
+    private func noteGoProgram(pid: Int32, name: String) {
+        unwatchedGo.append((name, pid))
+        guard unwatchedGo.count == 1 else { return }
+        let which = pid == child ? "the command" : "a process of the run"
+        log(
+            "stallagent: \(name.terminalSafe) [\(pid)], \(which), is a Go program: \(StallAgentError.goProgramPhrase); "
+                + "it and any other Go program of the run are not watched (the summary counts them)")
     }
 
     /// Says the first few refusals and counts the rest (a suite that runs `sudo` per test

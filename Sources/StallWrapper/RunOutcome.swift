@@ -23,6 +23,8 @@ public struct RunOutcome: Sendable {
     public var unwatched: [(name: String, pid: Int32)] = []
     /// Processes of the run never watched because the agent's open-file limit was reached.
     public var unwatchedForDescriptors: [(name: String, pid: Int32)] = []
+    /// Go programs of the run, not watched (`StallAgentError.goProgram`).
+    public var unwatchedGo: [(name: String, pid: Int32)] = []
 
     public var stalls: [MonitorSummary.Stall] { summaries.flatMap(\.stalls) }
 
@@ -46,6 +48,10 @@ extension RunOutcome {
         if !unwatched.isEmpty {
             let names = Set(unwatched.map(\.name)).sorted().prefix(3).map(\.terminalSafe).joined(separator: ", ")
             line += "; \(unwatched.count) not watched (permission denied: \(names))"
+        }
+        if !unwatchedGo.isEmpty {
+            let names = Set(unwatchedGo.map(\.name)).sorted().prefix(3).map(\.terminalSafe).joined(separator: ", ")
+            line += "; \(unwatchedGo.count) not watched (Go program\(unwatchedGo.count == 1 ? "" : "s"): \(names))"
         }
         if !unwatchedForDescriptors.isEmpty {
             let names = Set(unwatchedForDescriptors.map(\.name)).sorted().prefix(3).map(\.terminalSafe).joined(separator: ", ")

@@ -366,12 +366,16 @@ public final class HostAgent {
                     self.fatal = fatal
                     return
                 }
-                slot.refused[pid] = now + configuration.retryInterval
+                // A Go program stays one: looked at again only as rarely as a reused pid
+                // allows, not every retry interval (each look reads its maps and modules).
+                let goProgram = (error as? StallAgentError).map { if case .goProgram = $0 { true } else { false } } ?? false
+                slot.refused[pid] = now + (goProgram ? Self.goProgramRetryInterval : configuration.retryInterval)
                 unwatchable = true
                 // Gone meanwhile is no news; anything else is said once per process and reason.
                 if TargetResolver.isLiveProcess(pid), slot.loggedRefusals.insert("\(pid) \(error)").inserted {
                     log(
-                        "stallagent: \(slot.spec.label): cannot watch process \(pid): \(error); trying again every \(Format.seconds(configuration.retryInterval))"
+                        "stallagent: \(slot.spec.label): cannot watch process \(pid): \(error)"
+                            + (goProgram ? "" : "; trying again every \(Format.seconds(configuration.retryInterval))")
                     )
                 }
             }
@@ -384,6 +388,8 @@ public final class HostAgent {
             }
         }
     }
+
+    static let goProgramRetryInterval = 300.0
 
     /// Names each process left unwatched for want of descriptors, once, the first ten of
     /// them, then counts (the summary is said again when the count grows tenfold).
