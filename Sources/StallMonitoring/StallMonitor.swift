@@ -212,6 +212,15 @@ public final class StallMonitor {
             loopTurnEvidence: turnTracker.evidence, batchThreshold: options.batchThreshold)
         configuration.batchJoinedAfterStart = joinedAfterStart
         detector = StallDetector(configuration: configuration)
+        // A compiled program found after its start (a ctest test binary, a Rust test binary under
+        // cargo: found half a threshold late) has been at its work since it started: its start-up
+        // takes milliseconds. An interpreter's takes a good part of a second (imports, pytest's
+        // collection) and is not its first test's.
+        if joinedAfterStart, options.batchThreshold != nil, let module = inspector.mainModule,
+            !AppFrameRule.isRuntimeModule(module.name)
+        {
+            bornAgo = age
+        }
         wallClockOffset = Date().timeIntervalSince1970 - MonotonicTime.seconds()
         identity = ProgramIdentity(of: inspector, redactArgv: options.redactArgv, unit: options.unit)
         var host = [UInt8](repeating: 0, count: 256)
@@ -240,6 +249,10 @@ public final class StallMonitor {
     }
 
     private var startTime = 0.0
+    /// How long before the attach a compiled descendant found late started, then when (see
+    /// init): its first busy stretch is dated from there.
+    private var bornAgo: Double?
+    private var bornAt: Double?
     private var nextModuleCheck = 0.0
     /// Loop health for `stallagent view`, appended to the report directory every
     /// `healthInterval` of watching and at the end: turns, busy time and the longest turn
@@ -288,6 +301,7 @@ public final class StallMonitor {
     /// For drivers that step several monitors (the command wrapper).
     public func begin(at now: Double) {
         startTime = now
+        if let age = bornAgo.take() { bornAt = now - age }
         turnTracker.begin(at: now)
         nextModuleCheck = now + 1
     }
@@ -307,6 +321,12 @@ public final class StallMonitor {
         // Woken from its wait and busy now: the work began when the kernel saw it leave the
         // wait, not at this probe, which a loaded agent makes late (a 2 s pg_sleep in a backend
         // of PostgreSQL under pgbench was reported as 1.86 s).
+        // A compiled descendant busy at the first probe was so since it started: nothing ran
+        // on its thread before (CPU and run-queue time 0 at birth).
+        if let born = bornAt.take(), lastObservation == nil, observation.activity.isBusy, born < observation.time {
+            handle(detector.observe(ThreadObservation(time: born, activity: observation.activity, cpuNanos: 0, runQueueNanos: 0)))
+            lastObservation = (born, observation.activity)
+        }
         if let left = leftWaitAt.take(), observation.activity.isBusy, !detector.isInEpisode,
             let last = lastObservation, last.activity == .idle, left > last.time, left < observation.time
         {

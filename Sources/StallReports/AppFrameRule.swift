@@ -156,7 +156,7 @@ public struct AppFrameRule: Sendable {
         "python", "pypy", "node", "nodejs", "php", "php-fpm", "php-cgi", "ruby", "perl", "lua", "luajit", "java",
     ]
 
-    static func isRuntimeModule(_ module: String) -> Bool {
+    public static func isRuntimeModule(_ module: String) -> Bool {
         if isSharedLibrary(module) { return runtimeLibraryPrefixes.contains(where: module.hasPrefix) }
         var name = Substring(module)
         if name.hasSuffix("-dbg") { name = name.dropLast(4) }
