@@ -154,6 +154,58 @@ import Glibc
         #expect(first.contains("which the main thread waited for, blocked"), "\(first)")
     }
 
+    /// ctest runs each test as a process of its own, found half a threshold late: a compiled
+    /// program is timed from its own start, so each slow test is one report of its length
+    /// named by its function (before: 1.45 s for a 2 s sleep, 2.33 s for 3 s of CPU).
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/ctest"), "needs ctest (scripts/setup installs cmake)"))
+    func ctestGetsOneReportOfItsLengthPerSlowTest() throws {
+        let work = FileManager.default.temporaryDirectory.appendingPathComponent("ctest-\(UUID().uuidString)")
+        let build = work.appendingPathComponent("build")
+        try FileManager.default.createDirectory(at: build, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: work) }
+        try """
+        cmake_minimum_required(VERSION 3.10)
+        project(slow C)
+        set(CMAKE_C_FLAGS "-g -O1 -fno-omit-frame-pointer")
+        add_executable(slowtest slowtest.c)
+        enable_testing()
+        add_test(NAME fast COMMAND slowtest fast)
+        add_test(NAME sleepy COMMAND slowtest sleepy)
+        add_test(NAME spinning COMMAND slowtest spinning)
+        """.write(to: work.appendingPathComponent("CMakeLists.txt"), atomically: true, encoding: .utf8)
+        try """
+        #include <string.h>
+        #include <time.h>
+        #include <unistd.h>
+        static double now(void) { struct timespec t; clock_gettime(CLOCK_MONOTONIC, &t); return t.tv_sec + t.tv_nsec / 1e9; }
+        __attribute__((noinline)) static unsigned long helper(unsigned long n) { unsigned long s = 0; for (unsigned long i = 0; i < n; i++) s += i * i % 7; return s; }
+        __attribute__((noinline)) static int test_fast(void) { usleep(200000); return 0; }
+        __attribute__((noinline)) static int test_sleepy(void) { sleep(2); return 0; }
+        __attribute__((noinline)) static int test_spinning(void) { double end = now() + 3; unsigned long s = 0; while (now() < end) s += helper(100000); return s == 1; }
+        int main(int argc, char **argv) {
+            if (argc > 1 && !strcmp(argv[1], "fast")) return test_fast();
+            if (argc > 1 && !strcmp(argv[1], "sleepy")) return test_sleepy();
+            return test_spinning();
+        }
+        """.write(to: work.appendingPathComponent("slowtest.c"), atomically: true, encoding: .utf8)
+        let shell = URL(fileURLWithPath: "/bin/sh")
+        let configure = try runCommand(shell, ["-c", "cd '\(build.path)' && cmake .. >/dev/null && make -s"], timeout: 180)
+        try #require(configure.status == 0, "\(configure.stdout)\n\(configure.stderr)")
+        let dir = work.appendingPathComponent("reports").path
+        let result = try runCommand(
+            agent, ["--report-dir", dir, "--threshold", "1s", "--", "/bin/sh", "-c", "cd '\(build.path)' && exec ctest"], timeout: 120)
+        #expect(result.status == 0, "\(result.stdout)\n\(result.stderr)")
+        #expect(result.stdout.contains("100% tests passed"), "\(result.stdout)")
+        let written = try reports(in: dir).sorted { $0.duration < $1.duration }
+        let all = "\(written.map { ($0.reason, $0.duration, $0.functions.prefix(4)) })\n\(result.stderr)"
+        try #require(written.count == 2, "\(all)")
+        #expect(written[0].reason == "blocked" && abs(written[0].duration - 2) <= 0.2 && written[0].functions.contains("test_sleepy"), "\(all)")
+        #expect(
+            ["hang", "starved"].contains(written[1].reason) && abs(written[1].duration - 3) <= 0.3
+                && written[1].functions.contains("test_spinning"), "\(all)")
+        #expect(summaries(result.stderr).map(\.function) == ["test_sleepy", "test_spinning"], "\(all)")
+    }
+
     /// Rust's libtest runs each test in a thread of its own while the main thread waits on a
     /// channel: that thread is watched in the main thread's stead, so each slow test is one
     /// stall of its length named by the test (before: one stall of both tests' lengths in
