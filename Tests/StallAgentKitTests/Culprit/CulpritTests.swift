@@ -105,8 +105,9 @@ import Testing
     }
 }
 
-/// Issue 30: the same stall watched with `--pid` and wrapped with `-- COMMAND` has the same
-/// fingerprint (the report does not depend on how the agent was started).
+/// Issue 30: the same stall watched with `--pid`, as a unit's process with `--unit`, and wrapped
+/// with `-- COMMAND` has the same fingerprint (the report does not depend on how the agent was
+/// started).
 @Suite(.serialized) struct FingerprintAcrossModesTests {
     static func fingerprints(in directory: String) -> [String] {
         let files = ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []).filter { $0.hasSuffix(".json") }
@@ -116,7 +117,8 @@ import Testing
     }
 
     @Test func pidAndWrappedGiveOneFingerprint() throws {
-        let script = ["loop", "--script", "sleep:1.4", "--gap", "0.5", "--exit-when-done"]
+        // Idle first: the unit leg's agent finds the cgroup and attaches before the stall.
+        let script = ["loop", "--script", "idle:1.5,sleep:1.4", "--gap", "0.5", "--exit-when-done"]
         let base = FileManager.default.temporaryDirectory.appendingPathComponent("fp-modes-\(UUID().uuidString.prefix(8))").path
         defer { try? FileManager.default.removeItem(atPath: base) }
 
@@ -132,5 +134,35 @@ import Testing
         #expect(byRun.count == 1, "\(wrapped.stderr)")
         #expect(byPid.first?.hasPrefix("blocked-") == true)
         #expect(byPid == byRun, "\(byPid) \(byRun)")
+
+        // --unit: the fixture moved into a real cgroup named like a service (this host's
+        // cgroup2 hierarchy, found by the agent as it finds a systemd unit's; no systemd here).
+        let hierarchy = "/sys/fs/cgroup/unified"
+        guard getuid() == 0, FileManager.default.fileExists(atPath: hierarchy + "/cgroup.procs") else { return }
+        let unit = "fpdemo-\(UUID().uuidString.prefix(8).lowercased())"
+        let slice = hierarchy + "/stallagent-test.slice"
+        let cgroup = slice + "/\(unit).service"
+        try? FileManager.default.createDirectory(atPath: slice, withIntermediateDirectories: false)
+        try FileManager.default.createDirectory(atPath: cgroup, withIntermediateDirectories: false)
+        let units = base + "/units"
+        try FileManager.default.createDirectory(atPath: units, withIntermediateDirectories: true)
+        _ = FileManager.default.createFile(atPath: units + "/\(unit).service", contents: Data())
+        let member = try FixtureProcess(script)
+        defer {
+            member.stop()
+            rmdir(cgroup)
+            rmdir(slice)
+        }
+        try "\(member.pid)\n".write(toFile: cgroup + "/cgroup.procs", atomically: false, encoding: .utf8)
+        let byUnitRun = try runCommand(
+            URL(fileURLWithPath: "/usr/bin/env"),
+            [
+                "SYSTEMD_UNIT_PATH=\(units)", "STALLAGENT_SYSTEMCTL=/bin/false", FixtureProcess.stallagentURL.path, "--unit", unit,
+                "--report-dir", base + "/unit", "--retry-interval", "0.1s", "--duration", "6s",
+            ], timeout: 60)
+        let byUnit = Self.fingerprints(in: base + "/unit/\(unit).service")
+        #expect(byUnitRun.stderr.contains("(unit \(unit).service)"), "\(byUnitRun.stderr)")
+        #expect(byUnit.count == 1, "\(byUnitRun.stderr)")
+        #expect(byUnit == byPid, "\(byUnit) \(byPid)")
     }
 }
