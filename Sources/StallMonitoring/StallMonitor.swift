@@ -16,7 +16,7 @@ import Glibc
 public final class StallMonitor {
     public let options: MonitorOptions
     /// Which frames the culprit may name (`--app-frames`).
-    private let appFrames: AppFrameRule
+    let appFrames: AppFrameRule
     public let inspector: ProcessInspector
     public let writer: ReportWriter
     private var detector: StallDetector
@@ -32,7 +32,7 @@ public final class StallMonitor {
     public var pauseSecondsTotal: Double { captureStatistics.pauseSecondsTotal }
     public var capturesWithoutStop: Int { captureStatistics.capturesWithoutStop }
     private var lastObservation: (time: Double, activity: ThreadActivity)?
-    private let probe: ThreadProbeFiles
+    let probe: ThreadProbeFiles
     private let classifier: ThreadStateClassifier
     private let log: (String) -> Void
     private let wallClockOffset: Double
@@ -81,16 +81,8 @@ public final class StallMonitor {
     }
     /// Loop turns seen so far (see `LoopTurnTracker.turns`), for metrics.
     public var loopTurnCount: UInt64 { turnTracker.count(stackRuleTurns: detector.stackRuleTurns) }
-    private var homeWaits = HomeWaitTracker()
+    private var waitSites: WaitSiteClassifier
     private lazy var parking = ParkingClassifier(firstWaitIsParking: options.firstWaitIsParking)
-    private var lastWaitSite: HomeWaitTracker.Site?
-    private var canonicalWaitSites: [HomeWaitTracker.Site: HomeWaitTracker.Site] = [:]
-    private var lockWaitSites: Set<HomeWaitTracker.Site> = []
-    /// Functions that wait for a lock through an idle-set wait.
-    static let lockWaitFrames = ["ProcSleep", "WaitOnLock", "*LockAcquire*"]
-    /// Home waits whose stacks gave the stack rule its loop frames.
-    private var learnedLoopSites: Set<HomeWaitTracker.Site> = []
-    private var loopFrameUnion: [SampledFrame] = []
     /// True while the latest probe found the thread in a wait nested inside work.
     private var inNestedWait = false
     /// The latest ptrace sample found the thread inside file I/O (write(2) to a regular file,
@@ -132,8 +124,6 @@ public final class StallMonitor {
         return waitForAnotherFrames.contains { GlobPattern.matches($0, frames[index].function) }
     }
 
-    private var busyFrameCache: (syscall: ProcSyscallInfo, busy: Bool)?
-
     // The last classification and the /proc state it was made for.
     private var lastClassification: (state: Character, syscall: ProcSyscallInfo?, activity: ThreadActivity)?
 
@@ -160,6 +150,9 @@ public final class StallMonitor {
             debuginfod: .background)
         writer = try ReportWriter(directory: options.reportDirectory)
         classifier = ThreadStateClassifier(extraIdleSyscalls: options.extraIdleSyscalls)
+        waitSites = WaitSiteClassifier(
+            idleSyscalls: classifier.idleSyscalls, busyFramePatterns: options.busyFramePatterns,
+            idleFramePatterns: options.idleFramePatterns)
         inspector.classifier = classifier
         inspector.perfSampling = options.perfSampling
         inspector.perfSamplePeriod = options.sampleInterval / 2
@@ -434,17 +427,10 @@ public final class StallMonitor {
             )
         }
         frameCache.removeAll()
-        canonicalWaitSites.removeAll()
-        homeWaits = HomeWaitTracker()
+        waitSites.reset()
         parking.reset()
-        lastWaitSite = nil
-        lastHomeWait = nil
-        lockWaitSites.removeAll()
-        learnedLoopSites.removeAll()
-        loopFrameUnion.removeAll()
         detector.setLoopFrames([])
         lastClassification = nil
-        busyFrameCache = nil
         ioHint = false
     }
 
@@ -515,7 +501,7 @@ public final class StallMonitor {
         // A master parked before any loop wait showed (uvicorn's, pinging its workers through
         // poll) stays a supervisor.
         if parking.parkedKind == .supervisor { return .supervisor }
-        if homeWaits.knowsLoop || (turnTracker.evidence != .stackRule && turnTracker.turns > 0) { return .loop }
+        if waitSites.knowsLoop || (turnTracker.evidence != .stackRule && turnTracker.turns > 0) { return .loop }
         if let parked = parking.parkedKind { return parked }
         if options.batchThreshold != nil { return .batch }
         return .busy
@@ -567,7 +553,7 @@ public final class StallMonitor {
         // The common case, an idle event loop, is decided by the syscall file alone: stat and
         // schedstat add nothing (a stopped thread in epoll_wait is "no stall" either way), and
         // skipping them halves the cost of an idle watch.
-        if waitVerdict == .home, !detector.isInEpisode, !waitSiteIsNew {
+        if waitVerdict == .home, !detector.isInEpisode, !waitSites.waitSiteIsNew {
             return ThreadObservation(time: now, activity: .idle, cpuNanos: lastCPUNanos, runQueueNanos: lastRunQueueNanos)
         }
         guard let stat = probe.stat() else {
@@ -591,14 +577,14 @@ public final class StallMonitor {
         let parkedNow =
             detector.phase != .batch
             && parking.parked(
-                in: syscall, activity: activity, learning: !homeWaits.knowsLoop,
+                in: syscall, activity: activity, learning: !waitSites.knowsLoop,
                 ran: sched.map { $0.cpuNanos > lastCPUNanos } ?? false)
         if activity == .idle, waitVerdict == .nested {
-            activity = lastWaitSite.map { lockWaitSites.contains($0) } == true ? .lockWait : .blockedCall
+            activity = waitSites.lastSiteWaitsForLock ? .lockWait : .blockedCall
         } else if activity == .blockedCall, let number = syscall?.syscallNumber,
             ParkingClassifier.parkingSyscalls.contains(number)
                 || (options.childWaitsAreParking && ParkingClassifier.childWaitSyscalls.contains(number)),
-            !homeWaits.knowsLoop
+            !waitSites.knowsLoop
         {
             activity = .idle
             parkedIn = syscall
@@ -610,7 +596,9 @@ public final class StallMonitor {
         } else if activity == .blockedCall, let hint = lockHintSyscall, syscall == hint {
             activity = .lockWait
         }
-        if activity == .idle, !options.busyFramePatterns.isEmpty, let syscall, isBusyByFrame(syscall: syscall) {
+        if activity == .idle, !options.busyFramePatterns.isEmpty, let syscall,
+            waitSites.isBusyByFrame(syscall: syscall, in: self)
+        {
             activity = .blockedCall
         }
         if activity == .blockedCall, detector.phase == .batch, let number = syscall?.syscallNumber,
@@ -646,7 +634,7 @@ public final class StallMonitor {
             state: state, syscall: syscall, fileKind: { fd in inspector.fileKind(fd) }
         ).activity
         if !options.idleFramePatterns.isEmpty, activity.isBusy, activity != .running, let syscall,
-            isIdleByFrame(syscall: syscall)
+            waitSites.isIdleByFrame(syscall: syscall, in: self)
         {
             activity = .idle
         }
@@ -675,29 +663,11 @@ public final class StallMonitor {
 
     /// Home or nested, for a thread in one of the idle-set waits (nil for anything else).
     private func waitSiteVerdict(_ syscall: ProcSyscallInfo, turned: Bool) -> HomeWaitTracker.Verdict? {
-        // Still asleep in the very same home wait (same call, SP and PC; no turn since): the
-        // verdict cannot have changed, and this is every probe of an idle watch.
-        if !turned, let last = lastHomeWait, last.syscall == syscall, let site = lastWaitSite, site == last.site {
-            waitSiteIsNew = false
-            settledIn = syscall
-            return .home
-        }
-        lastHomeWait = nil
-        // A wait site not seen before may be a new program's (an exec under the same name):
-        // this probe reads the stat too.
-        waitSiteIsNew = canonicalWaitSites[HomeWaitTracker.Site(pc: syscall.programCounter ?? 0, sp: syscall.stackPointer ?? 0)] == nil
-        let verdict = waitSiteVerdictUncached(syscall, turned: turned)
-        if verdict == .home, let site = lastWaitSite,
-            loopTurnEvidence != .stackRule || learnedLoopSites.contains(site)
-        {
-            lastHomeWait = (syscall, site)
-        }
-        return verdict
+        let look = waitSites.look(at: syscall, turned: turned, evidence: loopTurnEvidence, in: self)
+        if look.unchanged { settledIn = syscall }
+        if look.learnedLoopFrames { detector.setLoopFrames(waitSites.loopFrames) }
+        return look.verdict
     }
-
-    private var lastHomeWait: (syscall: ProcSyscallInfo, site: HomeWaitTracker.Site)?
-    /// The latest wait's raw site had not been seen before.
-    private var waitSiteIsNew = false
 
     /// The call the latest probe found the thread parked in (idle, though not in a loop's
     /// wait): a supervisor's sigsuspend, a parent's wait4 in a watched family.
@@ -754,96 +724,6 @@ public final class StallMonitor {
     /// When the kernel saw the thread leave its wait while the agent slept (see `step`).
     private var leftWaitAt: Double?
 
-    private func waitSiteVerdictUncached(_ syscall: ProcSyscallInfo, turned: Bool) -> HomeWaitTracker.Verdict? {
-        guard let number = syscall.syscallNumber, classifier.idleSyscalls.contains(number),
-            let sp = syscall.stackPointer, let pc = syscall.programCounter
-        else {
-            lastWaitSite = nil
-            return nil
-        }
-        let (site, freshStack) = waitSite(raw: HomeWaitTracker.Site(pc: pc, sp: sp), syscall: syscall)
-        let verdict = homeWaits.classify(site, newEntry: turned || lastWaitSite != site)
-        lastWaitSite = site
-        if verdict == .home, loopTurnEvidence == .stackRule, !learnedLoopSites.contains(site),
-            learnedLoopSites.count < 16, let stack = freshStack ?? stopFreeStack(syscall)
-        {
-            learnLoopFrames(site: site, stack: stack)
-        }
-        return verdict
-    }
-
-    /// A wait's site is its caller outside the wrapper's library (return address and stack
-    /// address of the first frame in another module), not the syscall instruction: glibc
-    /// reaches one `syscall` instruction at two stack depths (single- vs multi-threaded
-    /// cancellation path), and newer glibc adds frames of its own. Unwound once per raw
-    /// (pc, sp), without a stop; the raw pair is the site when the unwind fails. Returns the
-    /// stack too when it was unwound now, so the caller need not read it again.
-    private func waitSite(raw: HomeWaitTracker.Site, syscall: ProcSyscallInfo)
-        -> (site: HomeWaitTracker.Site, freshStack: UnwoundStack?)
-    {
-        if let known = canonicalWaitSites[raw] { return (known, nil) }
-        guard let stack = stopFreeStack(syscall) else { return (raw, nil) }
-        let frames = stack.frames
-        var site = raw
-        if frames.count >= 2 {
-            let wrapper = inspector.modules.module(containing: frames[0].address)?.start
-            let caller =
-                frames.dropFirst().first { inspector.modules.module(containing: $0.address)?.start != wrapper }
-                ?? frames[1]
-            site = HomeWaitTracker.Site(pc: caller.address, sp: caller.stackPointer)
-        }
-        if canonicalWaitSites.count > 4096 { canonicalWaitSites.removeAll() }
-        canonicalWaitSites[raw] = site
-        // A nested wait under a lock-waiting function (PostgreSQL's heavyweight locks sleep in
-        // ProcSleep → WaitLatch → epoll_wait) is a lock wait, not just a blocked call.
-        let names = stack.frames.enumerated().compactMap { index, frame -> String? in
-            let address = frame.lookupAddress(isInnermost: index == 0)
-            guard let module = inspector.modules.module(containing: address) else { return nil }
-            return inspector.symbolizer.symbols(for: module)?.functionName(module.moduleOffset(of: address))
-        }
-        if names.contains(where: { name in StallMonitor.lockWaitFrames.contains { GlobPattern.matches($0, name) } }) {
-            lockWaitSites.insert(site)
-        }
-        return (site, stack)
-    }
-
-    /// The stack rule's loop frames: the home wait's stack, once per home.
-    private func learnLoopFrames(site: HomeWaitTracker.Site, stack: UnwoundStack) {
-        learnedLoopSites.insert(site)
-        // Names only: loop frames are matched by name, module and address, never shown with lines.
-        loopFrameUnion += inspector.symbolizer.symbolize(stack, sourceLines: false).map(sampled)
-        detector.setLoopFrames(loopFrameUnion)
-    }
-
-    /// The stack of a thread blocked in `syscall`, read without a stop (nil if it moved).
-    private func stopFreeStack(_ syscall: ProcSyscallInfo) -> UnwoundStack? {
-        inspector.stopFreeStack(tid: inspector.pid, syscall: syscall, probe: probe)
-    }
-
-    /// True when the blocked thread's stack has a function matching one of `patterns`.
-    private func stackMatches(_ syscall: ProcSyscallInfo, _ patterns: [String]) -> Bool {
-        guard let stack = stopFreeStack(syscall) else { return false }
-        return inspector.symbolizer.symbolize(stack, sourceLines: false).contains { frame in
-            guard let name = frame.function else { return false }
-            return patterns.contains { GlobPattern.matches($0, name) }
-        }
-    }
-
-    /// `--busy-frame`: a wait whose stack names one of these functions is work. Kept while the
-    /// thread stays in the same call, so the stack is read once per wait.
-    private func isBusyByFrame(syscall: ProcSyscallInfo) -> Bool {
-        if let cached = busyFrameCache, cached.syscall == syscall { return cached.busy }
-        let busy = stackMatches(syscall, options.busyFramePatterns)
-        busyFrameCache = (syscall, busy)
-        return busy
-    }
-
-    /// A blocked thread is idle if its stack shows one of the user's idle frames
-    /// (`classify` keeps the answer while the thread stays in the call).
-    private func isIdleByFrame(syscall: ProcSyscallInfo) -> Bool {
-        stackMatches(syscall, options.idleFramePatterns)
-    }
-
     // MARK: Sampling
 
     private func sample(at now: Double, activity: ThreadActivity) {
@@ -876,7 +756,7 @@ public final class StallMonitor {
         summary.samples += 1
         do {
             let (snapshot, stack) = try stopFree ?? inspector.captureStack(tid: inspector.pid, activity: activity, probe: probe)
-            if isBackInLoop(snapshot) {
+            if waitSites.isBackInLoop(snapshot) {
                 // The loop went back to its wait between the probe and the capture: this stack
                 // is the loop's, not the work's, and must not name the stall.
                 handle(detector.record(StackSample(time: now, activity: .idle, frames: [])))
@@ -988,20 +868,6 @@ public final class StallMonitor {
             if frameCache.count > 50_000 { frameCache.removeAll(keepingCapacity: true) }
             frameCache[frame.address] = frame
         }
-    }
-
-    private func isBackInLoop(_ snapshot: ThreadSnapshot) -> Bool {
-        var raw: HomeWaitTracker.Site?
-        if let (number, _) = snapshot.interruptedSyscall, classifier.idleSyscalls.contains(number) {
-            raw = HomeWaitTracker.Site(pc: snapshot.registers.pc, sp: snapshot.registers.sp)
-        } else if let info = snapshot.syscall, let number = info.syscallNumber, classifier.idleSyscalls.contains(number),
-            let sp = info.stackPointer, let pc = info.programCounter
-        {
-            raw = HomeWaitTracker.Site(pc: pc, sp: sp)
-        }
-        guard let raw else { return false }
-        // Only sites already seen from /proc have a known caller; an unknown one is not home.
-        return canonicalWaitSites[raw].map { homeWaits.homes.contains($0) } ?? false
     }
 
     private func isFileIO(syscall number: Int, fd: UInt64) -> Bool {
