@@ -41,16 +41,11 @@ public final class StallMonitor {
 
     private var captureStatistics = CaptureStatistics()
 
-    // Per-stall state.
-    private var decisions: [Int: StallFingerprintBook.Decision] = [:]
-    private var reportPaths: [Int: ReportPaths] = [:]
-    private var lockOwners: [Int: ReportLockOwner] = [:]
-    private var terminations: [Int: String] = [:]
+    private var ledger = StallLedger()
     private var frameCache: [UInt64: SymbolizedFrame] = [:]
     /// With `--kill-after`.
     private var killPolicy: KillPolicy?
     private var lastFrozenCheck: (time: Double, frozen: Bool)?
-    private var firstWritten: [Int: Double] = [:]
     /// Final revisions a full disk refused, tried again (see the type).
     private var unwrittenFinals = FinalReportRetry()
     /// The other tracer that refused our captures, and what reports say about it.
@@ -241,7 +236,7 @@ public final class StallMonitor {
 
     /// The file stem of the report of the stall in progress, which retention must not delete.
     public var openReportStem: String? {
-        guard let id = detector.currentStallID, let paths = reportPaths[id] else { return nil }
+        guard let id = detector.currentStallID, let paths = ledger.reportPaths[id] else { return nil }
         return ((paths.text as NSString).lastPathComponent as NSString).deletingPathExtension
     }
 
@@ -537,7 +532,7 @@ public final class StallMonitor {
             log("stallagent: warning: could not write the snapshot report: \(error)")
         }
         return TimeoutSnapshot(
-            pid: inspector.pid, name: inspector.name, reportPath: path, topFunction: culprit(snapshot, report),
+            pid: inspector.pid, name: inspector.name, reportPath: path, topFunction: StallLedger.culprit(snapshot, report),
             activity: classification.detail.isEmpty ? classification.activity.rawValue : classification.detail)
     }
 
@@ -926,19 +921,19 @@ public final class StallMonitor {
                 let decision = fingerprints.record(
                     snapshot.fingerprint, wallTime: Date().timeIntervalSince1970,
                     minimumInterval: options.minimumReportInterval)
-                decisions[snapshot.id] = decision
+                ledger.open(snapshot.id, decision: decision)
                 refreshLockOwner(for: snapshot)
                 let report = write(snapshot)
                 if let stallEvents {
                     stallEvents(
                         .detected(
-                            report: report, reportPath: decision.shouldWriteReport ? reportPaths[snapshot.id]?.text : nil,
+                            report: report, reportPath: decision.shouldWriteReport ? ledger.reportPaths[snapshot.id]?.text : nil,
                             message:
-                                "stall #\(snapshot.id) in \(inspector.name)[\(inspector.pid)] detected: main thread \(describe(snapshot, report)) for \(Format.seconds(snapshot.duration)) so far"
+                                "stall #\(snapshot.id) in \(inspector.name)[\(inspector.pid)] detected: main thread \(StallLedger.describe(snapshot, report)) for \(Format.seconds(snapshot.duration)) so far"
                                 + (decision.shouldWriteReport ? "" : " (seen before: \(decision.occurrence)×)")))
                 } else if !options.quiet {
                     log(
-                        "stallagent: stall #\(snapshot.id) in \(inspector.name.terminalSafe)[\(inspector.pid)] detected: main thread \(describe(snapshot, report)) for \(Format.seconds(snapshot.duration)) so far"
+                        "stallagent: stall #\(snapshot.id) in \(inspector.name.terminalSafe)[\(inspector.pid)] detected: main thread \(StallLedger.describe(snapshot, report)) for \(Format.seconds(snapshot.duration)) so far"
                             + (decision.shouldWriteReport ? "" : " (seen before: \(decision.occurrence)×)"))
                 }
             case .stallUpdated(let snapshot):
@@ -956,16 +951,6 @@ public final class StallMonitor {
         }
     }
 
-    private func describe(_ snapshot: StallSnapshot, _ report: StallReport?) -> String {
-        let reason = snapshot.deadlock ? StallReason.deadlock : snapshot.causeReason
-        return "\(reason.hexCode) \(reason.name) in \(culprit(snapshot, report))"
-    }
-
-    /// The frame a person should look at: the stall frame moved out of libc and the loader.
-    private func culprit(_ snapshot: StallSnapshot, _ report: StallReport?) -> String {
-        report?.culpritName ?? snapshot.heaviestStack?.topFunction ?? "?"
-    }
-
     /// While the main thread waits on a lock, find the owner chain (and a deadlock) and the
     /// owner's stack. Kept per stall: when the stall ends the lock is no longer awaited.
     private func refreshLockOwner(for snapshot: StallSnapshot) {
@@ -976,9 +961,11 @@ public final class StallMonitor {
         if let (_, stack) = try? inspector.captureStack(tid: ownerTid, activity: ownerState.activity) {
             frames = inspector.symbolizer.symbolize(stack)
         }
-        lockOwners[snapshot.id] = ReportLockOwner(
-            tid: ownerTid, name: inspector.threadName(ownerTid), detail: ownerState.detail, frames: frames,
-            waitChain: chain.tids, deadlock: chain.deadlock)
+        ledger.setLockOwner(
+            ReportLockOwner(
+                tid: ownerTid, name: inspector.threadName(ownerTid), detail: ownerState.detail, frames: frames,
+                waitChain: chain.tids, deadlock: chain.deadlock),
+            for: snapshot.id)
         if chain.deadlock && !snapshot.deadlock {
             handle(detector.setDeadlock(true, at: MonotonicTime.seconds()))
         }
@@ -993,9 +980,9 @@ public final class StallMonitor {
         return StallReportContext(
             process: identity.process, thread: identity.thread, wallClockOffset: wallClockOffset,
             resolveFrame: { [unowned self] frame, index in self.resolve(frame, index: index) },
-            binaryImages: images, lockOwner: lockOwners[snapshot.id],
+            binaryImages: images, lockOwner: ledger.lockOwners[snapshot.id],
             agent: captureStatistics.episodeStats(samples: snapshot.sampleCount, probeInterval: options.probeInterval),
-            termination: terminations[snapshot.id], occurrence: decisions[snapshot.id]?.occurrence ?? 1,
+            termination: ledger.terminations[snapshot.id], occurrence: ledger.occurrence(snapshot.id),
             hostname: hostname, loopTurnsNote: loopTurnsNote, samplingNote: samplingNote)
     }
 
@@ -1003,21 +990,21 @@ public final class StallMonitor {
     private func write(_ snapshot: StallSnapshot) -> StallReport {
         if identity.settleReadsLeft > 0 { settleIdentity() }
         let report = StallReport(snapshot: snapshot, context: context(for: snapshot))
-        guard decisions[snapshot.id]?.shouldWriteReport ?? true else { return report }
+        guard ledger.shouldWriteReport(snapshot.id) else { return report }
         let folded =
             options.writeFolded
             ? FoldedStackRenderer.render(snapshot, resolve: { $0.function }) : nil
         do {
             let paths = try writer.write(report, folded: folded)
-            reportPaths[snapshot.id] = paths
+            ledger.noteWritten(snapshot.id, paths: paths)
             if !snapshot.ongoing {
                 DebuginfodFollowUp.symbolicateWhenFetched(
                     report, jsonPath: paths.json, debugDirectories: options.debugDirectories)
             }
-            if firstWritten[snapshot.id] == nil { firstWritten[snapshot.id] = MonotonicTime.seconds() }
+            ledger.noteFirstWritten(snapshot.id, at: MonotonicTime.seconds())
         } catch ReportWriteError.formatsFailed(let paths, let failures) {
-            reportPaths[snapshot.id] = paths
-            if firstWritten[snapshot.id] == nil { firstWritten[snapshot.id] = MonotonicTime.seconds() }
+            ledger.noteWritten(snapshot.id, paths: paths)
+            ledger.noteFirstWritten(snapshot.id, at: MonotonicTime.seconds())
             log("stallagent: warning: stall #\(snapshot.id): report written without \(failures.joined(separator: "; "))")
         } catch {
             // A full disk must not stop the watch: warn, keep monitoring, try again next update.
@@ -1026,7 +1013,7 @@ public final class StallMonitor {
                 return report
             }
             // The last revision: no next update will come, and the file on disk says "ongoing".
-            let stale = reportPaths[snapshot.id]
+            let stale = ledger.reportPaths[snapshot.id]
             log(
                 "stallagent: warning: could not write the final report for stall #\(snapshot.id): \(error); "
                     + (stale.map { "\($0.text) still shows it ongoing; " } ?? "")
@@ -1042,28 +1029,16 @@ public final class StallMonitor {
     }
 
     private func record(_ snapshot: StallSnapshot, _ report: StallReport) {
-        let path = (decisions[snapshot.id]?.shouldWriteReport ?? true) ? reportPaths[snapshot.id]?.text : nil
+        let path = ledger.summaryPath(snapshot.id)
         if stallEvents == nil, !options.quiet { log(StallSummaryLine.render(report, reportPath: path)) }
-        let stall = MonitorSummary.Stall(
-            id: snapshot.id, reason: snapshot.deadlock ? .deadlock : snapshot.reason, phase: snapshot.phase,
-            duration: snapshot.duration, startMonotonic: snapshot.startTime, endMonotonic: snapshot.endTime,
-            topFunction: culprit(snapshot, report),
-            heaviestFunctions: snapshot.heaviestStack?.frames.map(\.function) ?? [],
-            deadlock: snapshot.deadlock, lockOwnerName: lockOwners[snapshot.id]?.name,
-            firstWrittenMonotonic: firstWritten[snapshot.id],
-            reportPath: path, occurrence: decisions[snapshot.id]?.occurrence ?? 1,
-            terminated: terminations[snapshot.id].map { !ReportTermination.isRefusal($0) } ?? false)
+        let stall = ledger.stall(snapshot, report)
         summary.record(stall)
         stallEvents?(.ended(stall: stall, report: report, message: StallSummaryLine.render(report, reportPath: path)))
         // The stall is over: nothing per stall stays behind (a watch of months sees millions).
-        decisions[snapshot.id] = nil
-        reportPaths[snapshot.id] = nil
-        firstWritten[snapshot.id] = nil
-        terminations[snapshot.id] = nil
+        ledger.close(snapshot.id)
         // A final revision waiting for room keeps the writer's record of the stale one, which
         // the retry replaces (and removes, if the name changed with the reason).
         if !unwrittenFinals.holds(snapshot.id) { writer.finished(pid: inspector.pid, id: snapshot.id) }
-        lockOwners[snapshot.id] = nil
     }
 
     // MARK: --kill-after
@@ -1072,7 +1047,7 @@ public final class StallMonitor {
         guard let killPolicy, let id = detector.currentStallID, let age = detector.episodeAge,
             let termination = killPolicy.check(stallID: id, age: age, at: now)
         else { return }
-        terminations[id] = termination
+        ledger.noteTermination(termination, for: id)
     }
 }
 
