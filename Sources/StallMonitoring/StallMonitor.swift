@@ -41,13 +41,12 @@ public final class StallMonitor {
 
     private var captureStatistics = CaptureStatistics()
 
-    private var ledger = StallLedger()
+    /// Writes each revision of a stall's report and keeps the stall's book (`StallLedger`).
+    private let publisher: ReportPublisher
     private var frameCache: [UInt64: SymbolizedFrame] = [:]
     /// With `--kill-after`.
     private var killPolicy: KillPolicy?
     private var lastFrozenCheck: (time: Double, frozen: Bool)?
-    /// Final revisions a full disk refused, tried again (see the type).
-    private var unwrittenFinals = FinalReportRetry()
     /// The other tracer that refused our captures, and what reports say about it.
     private var tracedBy: Int32?
     private var samplingNote: String?
@@ -144,6 +143,12 @@ public final class StallMonitor {
             pid: pid, capturer: ThreadCapturer(options: captureOptions), debugDirectories: options.debugDirectories,
             debuginfod: .background)
         writer = try ReportWriter(directory: options.reportDirectory)
+        let debugDirectories = options.debugDirectories
+        publisher = ReportPublisher(
+            sink: writer, pid: inspector.pid, writeFolded: options.writeFolded, log: log, clock: MonotonicTime.seconds,
+            followUp: { report, jsonPath in
+                DebuginfodFollowUp.symbolicateWhenFetched(report, jsonPath: jsonPath, debugDirectories: debugDirectories)
+            })
         classifier = ThreadStateClassifier(extraIdleSyscalls: options.extraIdleSyscalls)
         waitSites = WaitSiteClassifier(
             idleSyscalls: classifier.idleSyscalls, busyFramePatterns: options.busyFramePatterns,
@@ -236,7 +241,7 @@ public final class StallMonitor {
 
     /// The file stem of the report of the stall in progress, which retention must not delete.
     public var openReportStem: String? {
-        guard let id = detector.currentStallID, let paths = ledger.reportPaths[id] else { return nil }
+        guard let id = detector.currentStallID, let paths = publisher.ledger.reportPaths[id] else { return nil }
         return ((paths.text as NSString).lastPathComponent as NSString).deletingPathExtension
     }
 
@@ -337,20 +342,8 @@ public final class StallMonitor {
             nextIdentitySettle = now + ProgramIdentity.settleSpacing
         }
         if health == nil || now - health!.time >= Self.healthInterval { recordLoopHealth(at: now) }
-        if !unwrittenFinals.isEmpty { retryFinalReports(at: now, final: false) }
+        if publisher.hasUnwrittenFinals { publisher.retryFinalReports(at: now, final: false) }
         return true
-    }
-
-    private func retryFinalReports(at now: Double, final: Bool) {
-        let (written, abandoned) = unwrittenFinals.retry(at: now, final: final, writer: writer)
-        for (entry, paths) in written {
-            log("stallagent: stall #\(entry.id): final report written now that there is room → \(paths.text)")
-            writer.finished(pid: inspector.pid, id: entry.id)
-        }
-        for entry in abandoned {
-            log(FinalReportRetry.abandonedMessage(entry))
-            writer.finished(pid: inspector.pid, id: entry.id)
-        }
     }
 
     private func recordLoopHealth(at now: Double) {
@@ -476,7 +469,7 @@ public final class StallMonitor {
         // The last stretch of loop health, up to the exit (`stop` wrote it for a watch that ended).
         if let last = health, MonotonicTime.seconds() - last.time >= 1 { recordLoopHealth(at: MonotonicTime.seconds()) }
         inspector.capturer.reapPending(final: true)
-        retryFinalReports(at: MonotonicTime.seconds(), final: true)
+        publisher.retryFinalReports(at: MonotonicTime.seconds(), final: true)
         // Final reports still waiting on debuginfod downloads: a short wait, not the whole
         // deadline, so a hung server cannot hold up a wrapped command's exit for long.
         DebuginfodFollowUp.drain(timeout: min(Debuginfod.shared.maxSeconds, 10))
@@ -921,13 +914,13 @@ public final class StallMonitor {
                 let decision = fingerprints.record(
                     snapshot.fingerprint, wallTime: Date().timeIntervalSince1970,
                     minimumInterval: options.minimumReportInterval)
-                ledger.open(snapshot.id, decision: decision)
+                publisher.ledger.open(snapshot.id, decision: decision)
                 refreshLockOwner(for: snapshot)
                 let report = write(snapshot)
                 if let stallEvents {
                     stallEvents(
                         .detected(
-                            report: report, reportPath: decision.shouldWriteReport ? ledger.reportPaths[snapshot.id]?.text : nil,
+                            report: report, reportPath: decision.shouldWriteReport ? publisher.ledger.reportPaths[snapshot.id]?.text : nil,
                             message:
                                 "stall #\(snapshot.id) in \(inspector.name)[\(inspector.pid)] detected: main thread \(StallLedger.describe(snapshot, report)) for \(Format.seconds(snapshot.duration)) so far"
                                 + (decision.shouldWriteReport ? "" : " (seen before: \(decision.occurrence)×)")))
@@ -961,7 +954,7 @@ public final class StallMonitor {
         if let (_, stack) = try? inspector.captureStack(tid: ownerTid, activity: ownerState.activity) {
             frames = inspector.symbolizer.symbolize(stack)
         }
-        ledger.setLockOwner(
+        publisher.ledger.setLockOwner(
             ReportLockOwner(
                 tid: ownerTid, name: inspector.threadName(ownerTid), detail: ownerState.detail, frames: frames,
                 waitChain: chain.tids, deadlock: chain.deadlock),
@@ -980,9 +973,9 @@ public final class StallMonitor {
         return StallReportContext(
             process: identity.process, thread: identity.thread, wallClockOffset: wallClockOffset,
             resolveFrame: { [unowned self] frame, index in self.resolve(frame, index: index) },
-            binaryImages: images, lockOwner: ledger.lockOwners[snapshot.id],
+            binaryImages: images, lockOwner: publisher.ledger.lockOwners[snapshot.id],
             agent: captureStatistics.episodeStats(samples: snapshot.sampleCount, probeInterval: options.probeInterval),
-            termination: ledger.terminations[snapshot.id], occurrence: ledger.occurrence(snapshot.id),
+            termination: publisher.ledger.terminations[snapshot.id], occurrence: publisher.ledger.occurrence(snapshot.id),
             hostname: hostname, loopTurnsNote: loopTurnsNote, samplingNote: samplingNote)
     }
 
@@ -990,55 +983,17 @@ public final class StallMonitor {
     private func write(_ snapshot: StallSnapshot) -> StallReport {
         if identity.settleReadsLeft > 0 { settleIdentity() }
         let report = StallReport(snapshot: snapshot, context: context(for: snapshot))
-        guard ledger.shouldWriteReport(snapshot.id) else { return report }
-        let folded =
-            options.writeFolded
-            ? FoldedStackRenderer.render(snapshot, resolve: { $0.function }) : nil
-        do {
-            let paths = try writer.write(report, folded: folded)
-            ledger.noteWritten(snapshot.id, paths: paths)
-            if !snapshot.ongoing {
-                DebuginfodFollowUp.symbolicateWhenFetched(
-                    report, jsonPath: paths.json, debugDirectories: options.debugDirectories)
-            }
-            ledger.noteFirstWritten(snapshot.id, at: MonotonicTime.seconds())
-        } catch ReportWriteError.formatsFailed(let paths, let failures) {
-            ledger.noteWritten(snapshot.id, paths: paths)
-            ledger.noteFirstWritten(snapshot.id, at: MonotonicTime.seconds())
-            log("stallagent: warning: stall #\(snapshot.id): report written without \(failures.joined(separator: "; "))")
-        } catch {
-            // A full disk must not stop the watch: warn, keep monitoring, try again next update.
-            guard !snapshot.ongoing else {
-                log("stallagent: warning: could not write the report for stall #\(snapshot.id): \(error)")
-                return report
-            }
-            // The last revision: no next update will come, and the file on disk says "ongoing".
-            let stale = ledger.reportPaths[snapshot.id]
-            log(
-                "stallagent: warning: could not write the final report for stall #\(snapshot.id): \(error); "
-                    + (stale.map { "\($0.text) still shows it ongoing; " } ?? "")
-                    + "trying again every \(Format.seconds(FinalReportRetry.interval))")
-            let entry = FinalReportRetry.Pending(
-                id: snapshot.id, report: report, folded: folded, stale: stale, error: "\(error)")
-            if let dropped = unwrittenFinals.add(entry, at: MonotonicTime.seconds()) {
-                log(FinalReportRetry.abandonedMessage(dropped))
-                writer.finished(pid: inspector.pid, id: dropped.id)
-            }
-        }
+        publisher.publish(report, of: snapshot)
         return report
     }
 
     private func record(_ snapshot: StallSnapshot, _ report: StallReport) {
-        let path = ledger.summaryPath(snapshot.id)
+        let path = publisher.ledger.summaryPath(snapshot.id)
         if stallEvents == nil, !options.quiet { log(StallSummaryLine.render(report, reportPath: path)) }
-        let stall = ledger.stall(snapshot, report)
+        let stall = publisher.ledger.stall(snapshot, report)
         summary.record(stall)
         stallEvents?(.ended(stall: stall, report: report, message: StallSummaryLine.render(report, reportPath: path)))
-        // The stall is over: nothing per stall stays behind (a watch of months sees millions).
-        ledger.close(snapshot.id)
-        // A final revision waiting for room keeps the writer's record of the stale one, which
-        // the retry replaces (and removes, if the name changed with the reason).
-        if !unwrittenFinals.holds(snapshot.id) { writer.finished(pid: inspector.pid, id: snapshot.id) }
+        publisher.close(snapshot.id)
     }
 
     // MARK: --kill-after
@@ -1047,7 +1002,7 @@ public final class StallMonitor {
         guard let killPolicy, let id = detector.currentStallID, let age = detector.episodeAge,
             let termination = killPolicy.check(stallID: id, age: age, at: now)
         else { return }
-        ledger.noteTermination(termination, for: id)
+        publisher.ledger.noteTermination(termination, for: id)
     }
 }
 
