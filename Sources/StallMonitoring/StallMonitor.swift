@@ -15,8 +15,8 @@ import Glibc
 /// line per stall on stderr. Everything runs on the calling thread (ptrace ownership).
 public final class StallMonitor {
     public let options: MonitorOptions
-    /// Which frames the culprit may name (`--app-frames`).
-    let appFrames: AppFrameRule
+    /// Names samples' frames, and a report's again when it is written.
+    let sampleSymbolizer: SampleSymbolizer
     public let inspector: ProcessInspector
     public let writer: ReportWriter
     private var detector: StallDetector
@@ -43,13 +43,9 @@ public final class StallMonitor {
 
     /// Writes each revision of a stall's report and keeps the stall's book (`StallLedger`).
     private let publisher: ReportPublisher
-    private var frameCache: [UInt64: SymbolizedFrame] = [:]
     /// With `--kill-after`.
     private var killPolicy: KillPolicy?
     private var lastFrozenCheck: (time: Double, frozen: Bool)?
-    /// The other tracer that refused our captures, and what reports say about it.
-    private var tracedBy: Int32?
-    private var samplingNote: String?
     /// libstallprobe.so in the target, when it was started with it preloaded.
     public private(set) var loopProbe: LoopProbeReader?
     private var lastIterations: UInt64?
@@ -130,7 +126,7 @@ public final class StallMonitor {
         joinedAfterStart: Bool = false, log: @escaping (String) -> Void
     ) throws {
         self.options = options
-        self.appFrames = AppFrameRule(patterns: options.appFramePatterns)
+        sampleSymbolizer = SampleSymbolizer(appFrames: AppFrameRule(patterns: options.appFramePatterns))
         let pidfd = options.killAfter == nil ? nil : KillPolicy.Pidfd(pid: pid)
         self.log = log
         self.fingerprints = fingerprints
@@ -414,7 +410,7 @@ public final class StallMonitor {
                 "stallagent: \(before.terminalSafe) [\(inspector.pid)] exec'd \((identity.process.path ?? identity.process.name).terminalSafe); reports now name it \(identity.process.name.terminalSafe)"
             )
         }
-        frameCache.removeAll()
+        sampleSymbolizer.reset()
         waitSites.reset()
         parking.reset()
         detector.setLoopFrames([])
@@ -508,10 +504,10 @@ public final class StallMonitor {
         var sample: StackSample?
         if let (_, stack) = try? inspector.captureStack(tid: inspector.pid, activity: classification.activity) {
             let frames = inspector.symbolizer.symbolize(stack)
-            for frame in frames { frameCache[frame.address] = frame }
+            sampleSymbolizer.remember(frames)
             sample = StackSample(
                 time: now, activity: classification.activity,
-                frames: frames.map(sampled))
+                frames: frames.map(sampleSymbolizer.sampled))
         }
         let snapshot = detector.captureSnapshot(at: now, idleSample: sample)
         let report = StallReport(snapshot: snapshot, context: context(for: snapshot))
@@ -762,22 +758,7 @@ public final class StallMonitor {
             } else {
                 captureStatistics.recordWithoutStop()
             }
-            var sampled: [SampledFrame] = []
-            if detector.episodePhase == .batch {
-                // Most batch samples never make a report: names from the symbol tables are
-                // enough to tell frames apart, and DWARF (libc's alone is ~29 MB and a good part
-                // of a short run's agent CPU) is read only when a report is written. The whole
-                // episode is named this way, so its frames keep their keys once it stalls.
-                sampled = namesOnly(stack)
-            } else {
-                // Names alone here too (the same names a full lookup gives): source lines and
-                // inlined frames are read for a report's frames when it is written (`resolve`).
-                // Read at every sample, libc's compressed DWARF was a third of the agent's CPU
-                // in a wrapped `make -j2`.
-                let frames = inspector.symbolizer.symbolize(stack, sourceLines: false)
-                keepUnresolvable(frames)
-                sampled = frames.map(self.sampled)
-            }
+            let sampled = sampleSymbolizer.frames(of: stack, batch: detector.episodePhase == .batch, in: inspector)
             lockHintSyscall = nil
             if activity == .blockedCall || activity == .lockWait, let info = snapshot.syscall, info.syscallNumber == 202,
                 sampled.contains(where: { frame in
@@ -796,13 +777,16 @@ public final class StallMonitor {
             // strace, gdb or another agent holds the target: no stacks, but the stall is still
             // timed from /proc. Said once per tracer, and in every report.
             captureStatistics.recordFailure()
-            if tracedBy != tracer {
-                tracedBy = tracer
-                let name =
+            if sampleSymbolizer.noteTracer(
+                tracer,
+                name: {
                     (try? ProcFS.readText("/proc/\(tracer)/comm", pid: tracer))?
-                    .trimmingCharacters(in: .whitespacesAndNewlines) ?? "?"
-                samplingNote = "cannot sample: traced by PID \(tracer) (\(name))"
-                log("stallagent: \(inspector.name.terminalSafe) [\(inspector.pid)]: \(samplingNote!.terminalSafe); stalls are still timed from /proc")
+                        .trimmingCharacters(in: .whitespacesAndNewlines) ?? "?"
+                })
+            {
+                log(
+                    "stallagent: \(inspector.name.terminalSafe) [\(inspector.pid)]: \(sampleSymbolizer.samplingNote!.terminalSafe); stalls are still timed from /proc"
+                )
             }
             handle(detector.record(StackSample(time: now, activity: activity, frames: [])))
         } catch {
@@ -811,61 +795,10 @@ public final class StallMonitor {
         }
     }
 
-    /// A stack's frames named from the symbol tables alone (see `sample`); the same names the
-    /// full symbolization gives, minus source lines and inlined frames.
-    private func namesOnly(_ stack: UnwoundStack) -> [SampledFrame] {
-        var frames: [SymbolizedFrame] = stack.frames.enumerated().map { index, frame in
-            let lookup = frame.lookupAddress(isInnermost: index == 0)
-            guard let module = inspector.modules.module(containing: lookup) else {
-                return SymbolizedFrame(
-                    index: index, address: frame.address, stackPointer: frame.stackPointer, module: nil, modulePath: nil,
-                    buildId: nil, moduleOffset: nil, function: nil, functionOffset: nil, approximate: false)
-            }
-            let symbol = inspector.symbolizer.symbols(for: module)?.functionSymbol(module.moduleOffset(of: lookup))
-            return SymbolizedFrame(
-                index: index, address: frame.address, stackPointer: frame.stackPointer, module: module.name,
-                modulePath: module.path, buildId: nil, moduleOffset: module.moduleOffset(of: frame.address),
-                function: symbol?.name, functionOffset: symbol.map { $0.offset &+ (frame.address &- lookup) }, approximate: false)
-        }
-        // Node: V8 frames named by their JavaScript function.
-        for (index, function) in stack.javascript where frames.indices.contains(index) {
-            frames[index] = SymbolizedFrame(javascript: function, index: index, frame: stack.frames[index])
-        }
-        if !stack.javascript.isEmpty { keepUnresolvable(frames) }
-        if let php = stack.php {
-            frames = PHPStackSplicer.splice(frames, php)
-            keepUnresolvable(frames)
-        }
-        if let ruby = stack.ruby {
-            frames = RubyStackSplicer.splice(frames, ruby)
-            keepUnresolvable(frames)
-        }
-        // A test runner in Python: the test's own function is a Python frame.
-        if let python = stack.python {
-            frames = PythonStackSplicer.splice(frames, python)
-            keepUnresolvable(frames)
-        }
-        return frames.map(sampled)
-    }
-
-    /// Keeps, for the report, the frames of a names-only sample that `resolve` could not name
-    /// again when it is written: Python frames (their file and line came with them, no table
-    /// names them) and JIT frames (the perf map may have reused the address by then).
-    private func keepUnresolvable(_ frames: [SymbolizedFrame]) {
-        for frame in frames where frame.isScript || (frame.module == nil && frame.function != nil) {
-            if frameCache.count > 50_000 { frameCache.removeAll(keepingCapacity: true) }
-            frameCache[frame.address] = frame
-        }
-    }
-
     private func isFileIO(syscall number: Int, fd: UInt64) -> Bool {
         if ThreadStateClassifier.fsyncLike.contains(number) { return true }
         guard ThreadStateClassifier.fileIO.contains(number), fd < 1 << 31 else { return false }
         return inspector.fileKind(Int(fd))?.hasPrefix("/") ?? false
-    }
-
-    private func sampled(_ frame: SymbolizedFrame) -> SampledFrame {
-        Self.sampledFrame(frame, appFrames: appFrames)
     }
 
     /// What detection keeps of a frame; an unnamed frame is "module+0xOFFSET".
@@ -882,27 +815,6 @@ public final class StallMonitor {
                 ?? "\(frame.module ?? "?")+0x\(String(frame.moduleOffset ?? frame.address, radix: 16))",
             module: frame.module ?? "?", address: frame.address, cfa: frame.stackPointer, isApp: isApp,
             site: frame.function == nil ? nil : frame.functionOffset.map { Int(clamping: $0) })
-    }
-
-    private func resolve(_ frame: SampledFrame, index: Int) -> SymbolizedFrame {
-        if inspector.symbolizer.refreshAfterDownloads() { frameCache = [:] }
-        // A Python frame's address is a bytecode instruction's: never a native symbol's.
-        var cached = frameCache[frame.address]
-        if let known = cached, known.isScript != frame.isInterpreted { cached = nil }
-        if cached == nil, frame.isInterpreted {
-            cached = SymbolizedFrame(
-                index: index, address: frame.address, stackPointer: frame.cfa, module: frame.module, modulePath: nil,
-                buildId: nil, moduleOffset: nil, function: frame.function, functionOffset: nil, approximate: false,
-                language: frame.language)
-        }
-        var symbolized =
-            cached
-            ?? inspector.symbolizer.symbolize(
-                UnwoundFrame(address: frame.address, stackPointer: frame.cfa, isSignalFrame: false), index: index)
-        symbolized.index = index
-        symbolized.stackPointer = frame.cfa
-        symbolized.inApp = frame.isApp
-        return symbolized
     }
 
     // MARK: Events → reports
@@ -972,11 +884,11 @@ public final class StallMonitor {
         }
         return StallReportContext(
             process: identity.process, thread: identity.thread, wallClockOffset: wallClockOffset,
-            resolveFrame: { [unowned self] frame, index in self.resolve(frame, index: index) },
+            resolveFrame: { [unowned self] frame, index in self.sampleSymbolizer.resolve(frame, index: index, in: self.inspector) },
             binaryImages: images, lockOwner: publisher.ledger.lockOwners[snapshot.id],
             agent: captureStatistics.episodeStats(samples: snapshot.sampleCount, probeInterval: options.probeInterval),
             termination: publisher.ledger.terminations[snapshot.id], occurrence: publisher.ledger.occurrence(snapshot.id),
-            hostname: hostname, loopTurnsNote: loopTurnsNote, samplingNote: samplingNote)
+            hostname: hostname, loopTurnsNote: loopTurnsNote, samplingNote: sampleSymbolizer.samplingNote)
     }
 
     @discardableResult

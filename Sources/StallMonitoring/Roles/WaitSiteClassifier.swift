@@ -219,7 +219,7 @@ extension StallMonitor: WaitSiteClassifier.Target {
     }
 
     func namedFrames(_ stack: UnwoundStack) -> [SampledFrame] {
-        inspector.symbolizer.symbolize(stack, sourceLines: false).map { Self.sampledFrame($0, appFrames: appFrames) }
+        inspector.symbolizer.symbolize(stack, sourceLines: false).map(sampleSymbolizer.sampled)
     }
 
     func frameFunctions(_ stack: UnwoundStack) -> [String?] {
