@@ -27,11 +27,12 @@ public final class StallMonitor {
     /// agent sends them to the journal and counts them in the metrics.
     public var stallEvents: ((StallMonitorEvent) -> Void)?
     /// Seconds the main thread spent in each state, from the probes.
-    public private(set) var stateSeconds: [ThreadActivity: Double] = [:]
+    public var stateSeconds: [ThreadActivity: Double] { loopHealth.stateSeconds }
     /// Total time the target was stopped by captures, and captures made without a stop.
     public var pauseSecondsTotal: Double { captureStatistics.pauseSecondsTotal }
     public var capturesWithoutStop: Int { captureStatistics.capturesWithoutStop }
-    private var lastObservation: (time: Double, activity: ThreadActivity)?
+    /// Time per state, turn lengths and loop health lines (see the type).
+    private var loopHealth = LoopHealthRecorder()
     let probe: ThreadProbeFiles
     private let classifier: ThreadStateClassifier
     private let log: (String) -> Void
@@ -60,14 +61,11 @@ public final class StallMonitor {
     /// The system call the latest probe found the thread in.
     private var probedSyscallNumber: Int?
     /// Busy turns' lengths (each busy episode ends with a turn or idle).
-    public private(set) var turnLengths = TurnLengthHistogram()
-    /// Turn lengths not yet taken by the metrics (bounded between two metrics updates).
-    private var pendingTurnLengths: [Double] = []
+    public var turnLengths: TurnLengthHistogram { loopHealth.turnLengths }
 
     /// The busy turns that ended since the last call, for a metrics histogram.
     public func drainTurnLengths() -> [Double] {
-        defer { pendingTurnLengths.removeAll(keepingCapacity: true) }
-        return pendingTurnLengths
+        loopHealth.drainTurnLengths()
     }
     /// Loop turns seen so far (see `LoopTurnTracker.turns`), for metrics.
     public var loopTurnCount: UInt64 { turnTracker.count(stackRuleTurns: detector.stackRuleTurns) }
@@ -197,12 +195,6 @@ public final class StallMonitor {
 
     private var startTime = 0.0
     private var nextModuleCheck = 0.0
-    /// Loop health for `stallagent view`, appended to the report directory every
-    /// `healthInterval` of watching and at the end: turns, busy time and the longest turn
-    /// since the last line.
-    private static let healthInterval = 5.0
-    private var health: (time: Double, turns: UInt64, busy: Double)?
-    private var healthLongestTurn = 0.0
     /// A module check ran since the watch began. Until then the thread is not put to sleep: a
     /// process found between its fork and its exec may have had its new maps read while its
     /// name was still the old one, and only that check (or the thread waking) renames it.
@@ -264,18 +256,18 @@ public final class StallMonitor {
         // wait, not at this probe, which a loaded agent makes late (a 2 s pg_sleep in a backend
         // of PostgreSQL under pgbench was reported as 1.86 s).
         if let left = leftWaitAt.take(), observation.activity.isBusy, !detector.isInEpisode,
-            let last = lastObservation, last.activity == .idle, left > last.time, left < observation.time
+            let last = loopHealth.lastObservation, last.activity == .idle, left > last.time, left < observation.time
         {
             handle(
                 detector.observe(
                     ThreadObservation(time: left, activity: observation.activity, cpuNanos: cpuBefore, runQueueNanos: runQueueBefore)))
-            stateSeconds[.idle, default: 0] += left - last.time
-            lastObservation = (left, observation.activity)
+            // Idle until it left: `last` was idle.
+            loopHealth.observe(at: left, observation.activity)
         }
         // Entries into a nested wait (pg_sleep's WaitLatch) move the counter too: they are not
         // turns of the loop.
         handle(detector.observe(observation, loopTurned: turned && !wasNested && !inNestedWait))
-        turnTracker.noteProbe(observation.activity, previous: lastObservation?.activity, at: observation.time)
+        turnTracker.noteProbe(observation.activity, previous: loopHealth.lastObservation?.activity, at: observation.time)
         if turnTracker.afterProbe(
             idle: observation.activity == .idle, syscallNumber: probedSyscallNumber, stackRuleTurns: detector.stackRuleTurns,
             wanted: { counterWanted(at: now) })
@@ -287,10 +279,7 @@ public final class StallMonitor {
         // it off and on every probe); batch processes are sampled by ptrace, as few as they are.
         inspector.setPerfSampling(tid: inspector.pid, busy: detector.isInEpisode && detector.phase != .batch)
         lastFedTime = observation.time
-        if let last = lastObservation, observation.time > last.time {
-            stateSeconds[last.activity, default: 0] += observation.time - last.time
-        }
-        lastObservation = (observation.time, observation.activity)
+        loopHealth.observe(at: observation.time, observation.activity)
         if observation.activity == .gone {
             handle(detector.finish(at: now, targetGone: true))
             summary.targetExited = true
@@ -337,26 +326,21 @@ public final class StallMonitor {
             settleIdentity()
             nextIdentitySettle = now + ProgramIdentity.settleSpacing
         }
-        if health == nil || now - health!.time >= Self.healthInterval { recordLoopHealth(at: now) }
+        if loopHealth.isDue(at: now) { recordLoopHealth(at: now) }
         if publisher.hasUnwrittenFinals { publisher.retryFinalReports(at: now, final: false) }
         return true
     }
 
+    /// Loop health for `stallagent view`, appended to the report directory every
+    /// `LoopHealthRecorder.interval` of watching and at the end.
     private func recordLoopHealth(at now: Double) {
         accountIdleTime(until: now)
-        let busy = stateSeconds.filter { $0.key.isBusy }.values.reduce(0, +)
-        defer {
-            health = (now, loopTurnCount, busy)
-            healthLongestTurn = 0
-        }
-        // The first point only starts the count; a process watched under a second says nothing,
-        // and one with no loop (a test runner, a shell waiting for its child) has no turns.
-        guard let last = health, now > last.time, kind == .loop else { return }
+        guard let line = loopHealth.close(at: now, turns: loopTurnCount, isLoop: { kind == .loop }) else { return }
         writer.appendLoopHealth(
             LoopHealthSample(
-                time: Date(), seconds: now - last.time, pid: identity.process.pid, name: identity.process.name, hostname: hostname,
-                unit: options.unit, turns: loopTurnCount &- last.turns, busySeconds: max(0, busy - last.busy),
-                longestTurnSeconds: healthLongestTurn, evidence: loopTurnEvidence.rawValue))
+                time: Date(), seconds: line.seconds, pid: identity.process.pid, name: identity.process.name, hostname: hostname,
+                unit: options.unit, turns: line.turns, busySeconds: line.busySeconds,
+                longestTurnSeconds: line.longestTurnSeconds, evidence: loopTurnEvidence.rawValue))
     }
 
     /// A new name or stack base in a fresh stat since the last look (see `ProgramIdentity.moved`).
@@ -463,7 +447,7 @@ public final class StallMonitor {
     /// Detaches anything pending and fills in the summary's totals.
     public func end() -> MonitorSummary {
         // The last stretch of loop health, up to the exit (`stop` wrote it for a watch that ended).
-        if let last = health, MonotonicTime.seconds() - last.time >= 1 { recordLoopHealth(at: MonotonicTime.seconds()) }
+        if let last = loopHealth.lastLineTime, MonotonicTime.seconds() - last >= 1 { recordLoopHealth(at: MonotonicTime.seconds()) }
         inspector.capturer.reapPending(final: true)
         publisher.retryFinalReports(at: MonotonicTime.seconds(), final: true)
         // Final reports still waiting on debuginfod downloads: a short wait, not the whole
@@ -473,7 +457,7 @@ public final class StallMonitor {
         summary.loopTurnEvidence = loopTurnEvidence
         summary.loopTurns = loopTurnCount
         summary.longestTurn = turnLengths.longest
-        summary.busySeconds = stateSeconds.filter { $0.key.isBusy }.values.reduce(0, +)
+        summary.busySeconds = loopHealth.busySeconds
         summary.kind = kind
         (summary.agentCPUSeconds, summary.peakResidentBytes) = AgentResourceUsage.cpuAndPeak()
         summary.agentElapsedSeconds = StallMonitor.processAge(pid: getpid()) ?? summary.watchedSeconds
@@ -694,9 +678,8 @@ public final class StallMonitor {
     /// Time asleep in the wait counts as idle up to `now`, so metrics and the summary need no
     /// probe of a thread the scheduler leaves asleep.
     public func accountIdleTime(until now: Double) {
-        guard !finished, let last = lastObservation, last.activity == .idle, now > last.time else { return }
-        stateSeconds[.idle, default: 0] += now - last.time
-        lastObservation = (now, .idle)
+        guard !finished else { return }
+        loopHealth.accountIdleTime(until: now)
     }
 
     /// Disarms what `armWakeUp` armed; the next step probes as usual.
@@ -847,9 +830,7 @@ public final class StallMonitor {
             case .stallEnded(let snapshot):
                 record(snapshot, write(snapshot))
             case .episodeEnded(let episode):
-                turnLengths.add(episode.duration)
-                if pendingTurnLengths.count < 4096 { pendingTurnLengths.append(episode.duration) }
-                healthLongestTurn = max(healthLongestTurn, episode.duration)
+                loopHealth.noteTurn(episode.duration)
             case .launchPhaseEnded:
                 break
             }
