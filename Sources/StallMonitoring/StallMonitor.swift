@@ -15,8 +15,8 @@ import Glibc
 /// line per stall on stderr. Everything runs on the calling thread (ptrace ownership).
 public final class StallMonitor {
     public let options: MonitorOptions
-    /// Which frames the culprit may name (`--app-frames`).
-    private let appFrames: AppFrameRule
+    /// Names samples' frames, and a report's again when it is written.
+    let sampleSymbolizer: SampleSymbolizer
     public let inspector: ProcessInspector
     public let writer: ReportWriter
     private var detector: StallDetector
@@ -27,12 +27,13 @@ public final class StallMonitor {
     /// agent sends them to the journal and counts them in the metrics.
     public var stallEvents: ((StallMonitorEvent) -> Void)?
     /// Seconds the main thread spent in each state, from the probes.
-    public private(set) var stateSeconds: [ThreadActivity: Double] = [:]
+    public var stateSeconds: [ThreadActivity: Double] { loopHealth.stateSeconds }
     /// Total time the target was stopped by captures, and captures made without a stop.
     public var pauseSecondsTotal: Double { captureStatistics.pauseSecondsTotal }
     public var capturesWithoutStop: Int { captureStatistics.capturesWithoutStop }
-    private var lastObservation: (time: Double, activity: ThreadActivity)?
-    private let probe: ThreadProbeFiles
+    /// Time per state, turn lengths and loop health lines (see the type).
+    private var loopHealth = LoopHealthRecorder()
+    let probe: ThreadProbeFiles
     private let classifier: ThreadStateClassifier
     private let log: (String) -> Void
     private let wallClockOffset: Double
@@ -41,21 +42,11 @@ public final class StallMonitor {
 
     private var captureStatistics = CaptureStatistics()
 
-    // Per-stall state.
-    private var decisions: [Int: StallFingerprintBook.Decision] = [:]
-    private var reportPaths: [Int: ReportPaths] = [:]
-    private var lockOwners: [Int: ReportLockOwner] = [:]
-    private var terminations: [Int: String] = [:]
-    private var frameCache: [UInt64: SymbolizedFrame] = [:]
+    /// Writes each revision of a stall's report and keeps the stall's book (`StallLedger`).
+    private let publisher: ReportPublisher
     /// With `--kill-after`.
     private var killPolicy: KillPolicy?
     private var lastFrozenCheck: (time: Double, frozen: Bool)?
-    private var firstWritten: [Int: Double] = [:]
-    /// Final revisions a full disk refused, tried again (see the type).
-    private var unwrittenFinals = FinalReportRetry()
-    /// The other tracer that refused our captures, and what reports say about it.
-    private var tracedBy: Int32?
-    private var samplingNote: String?
     /// libstallprobe.so in the target, when it was started with it preloaded.
     public private(set) var loopProbe: LoopProbeReader?
     private var lastIterations: UInt64?
@@ -84,27 +75,16 @@ public final class StallMonitor {
     /// The system call the latest probe found the thread in.
     private var probedSyscallNumber: Int?
     /// Busy turns' lengths (each busy episode ends with a turn or idle).
-    public private(set) var turnLengths = TurnLengthHistogram()
-    /// Turn lengths not yet taken by the metrics (bounded between two metrics updates).
-    private var pendingTurnLengths: [Double] = []
+    public var turnLengths: TurnLengthHistogram { loopHealth.turnLengths }
 
     /// The busy turns that ended since the last call, for a metrics histogram.
     public func drainTurnLengths() -> [Double] {
-        defer { pendingTurnLengths.removeAll(keepingCapacity: true) }
-        return pendingTurnLengths
+        loopHealth.drainTurnLengths()
     }
     /// Loop turns seen so far (see `LoopTurnTracker.turns`), for metrics.
     public var loopTurnCount: UInt64 { turnTracker.count(stackRuleTurns: detector.stackRuleTurns) }
-    private var homeWaits = HomeWaitTracker()
+    private var waitSites: WaitSiteClassifier
     private lazy var parking = ParkingClassifier(firstWaitIsParking: options.firstWaitIsParking)
-    private var lastWaitSite: HomeWaitTracker.Site?
-    private var canonicalWaitSites: [HomeWaitTracker.Site: HomeWaitTracker.Site] = [:]
-    private var lockWaitSites: Set<HomeWaitTracker.Site> = []
-    /// Functions that wait for a lock through an idle-set wait.
-    static let lockWaitFrames = ["ProcSleep", "WaitOnLock", "*LockAcquire*"]
-    /// Home waits whose stacks gave the stack rule its loop frames.
-    private var learnedLoopSites: Set<HomeWaitTracker.Site> = []
-    private var loopFrameUnion: [SampledFrame] = []
     /// True while the latest probe found the thread in a wait nested inside work.
     private var inNestedWait = false
     /// The latest ptrace sample found the thread inside file I/O (write(2) to a regular file,
@@ -163,8 +143,6 @@ public final class StallMonitor {
         return waitForAnotherFrames.contains { GlobPattern.matches($0, frames[index].function) }
     }
 
-    private var busyFrameCache: (syscall: ProcSyscallInfo, busy: Bool)?
-
     // The last classification and the /proc state it was made for.
     private var lastClassification: (state: Character, syscall: ProcSyscallInfo?, activity: ThreadActivity)?
 
@@ -177,7 +155,7 @@ public final class StallMonitor {
         joinedAfterStart: Bool = false, log: @escaping (String) -> Void
     ) throws {
         self.options = options
-        self.appFrames = AppFrameRule(patterns: options.appFramePatterns)
+        sampleSymbolizer = SampleSymbolizer(appFrames: AppFrameRule(patterns: options.appFramePatterns))
         let pidfd = options.killAfter == nil ? nil : KillPolicy.Pidfd(pid: pid)
         self.log = log
         self.fingerprints = fingerprints
@@ -191,7 +169,16 @@ public final class StallMonitor {
             debuginfod: .background)
         if inspector.isGoProgram { throw StallAgentError.goProgram(pid: inspector.pid) }
         writer = try ReportWriter(directory: options.reportDirectory)
+        let debugDirectories = options.debugDirectories
+        publisher = ReportPublisher(
+            sink: writer, pid: inspector.pid, writeFolded: options.writeFolded, log: log, clock: MonotonicTime.seconds,
+            followUp: { report, jsonPath in
+                DebuginfodFollowUp.symbolicateWhenFetched(report, jsonPath: jsonPath, debugDirectories: debugDirectories)
+            })
         classifier = ThreadStateClassifier(extraIdleSyscalls: options.extraIdleSyscalls)
+        waitSites = WaitSiteClassifier(
+            idleSyscalls: classifier.idleSyscalls, busyFramePatterns: options.busyFramePatterns,
+            idleFramePatterns: options.idleFramePatterns)
         inspector.classifier = classifier
         inspector.perfSampling = options.perfSampling
         inspector.perfSamplePeriod = options.sampleInterval / 2
@@ -254,12 +241,6 @@ public final class StallMonitor {
     private var bornAgo: Double?
     private var bornAt: Double?
     private var nextModuleCheck = 0.0
-    /// Loop health for `stallagent view`, appended to the report directory every
-    /// `healthInterval` of watching and at the end: turns, busy time and the longest turn
-    /// since the last line.
-    private static let healthInterval = 5.0
-    private var health: (time: Double, turns: UInt64, busy: Double)?
-    private var healthLongestTurn = 0.0
     /// A module check ran since the watch began. Until then the thread is not put to sleep: a
     /// process found between its fork and its exec may have had its new maps read while its
     /// name was still the old one, and only that check (or the thread waking) renames it.
@@ -294,7 +275,7 @@ public final class StallMonitor {
 
     /// The file stem of the report of the stall in progress, which retention must not delete.
     public var openReportStem: String? {
-        guard let id = detector.currentStallID, let paths = reportPaths[id] else { return nil }
+        guard let id = detector.currentStallID, let paths = publisher.ledger.reportPaths[id] else { return nil }
         return ((paths.text as NSString).lastPathComponent as NSString).deletingPathExtension
     }
 
@@ -318,28 +299,28 @@ public final class StallMonitor {
         if let reader = loopProbe, let state = reader.read() {
             observation = applyLoopProbe(state, to: observation)
         }
+        // A compiled descendant busy at the first probe was so since it started: nothing ran
+        // on its thread before (CPU and run-queue time 0 at birth).
+        if let born = bornAt.take(), loopHealth.lastObservation == nil, observation.activity.isBusy, born < observation.time {
+            handle(detector.observe(ThreadObservation(time: born, activity: observation.activity, cpuNanos: 0, runQueueNanos: 0)))
+            loopHealth.observe(at: born, observation.activity)
+        }
         // Woken from its wait and busy now: the work began when the kernel saw it leave the
         // wait, not at this probe, which a loaded agent makes late (a 2 s pg_sleep in a backend
         // of PostgreSQL under pgbench was reported as 1.86 s).
-        // A compiled descendant busy at the first probe was so since it started: nothing ran
-        // on its thread before (CPU and run-queue time 0 at birth).
-        if let born = bornAt.take(), lastObservation == nil, observation.activity.isBusy, born < observation.time {
-            handle(detector.observe(ThreadObservation(time: born, activity: observation.activity, cpuNanos: 0, runQueueNanos: 0)))
-            lastObservation = (born, observation.activity)
-        }
         if let left = leftWaitAt.take(), observation.activity.isBusy, !detector.isInEpisode,
-            let last = lastObservation, last.activity == .idle, left > last.time, left < observation.time
+            let last = loopHealth.lastObservation, last.activity == .idle, left > last.time, left < observation.time
         {
             handle(
                 detector.observe(
                     ThreadObservation(time: left, activity: observation.activity, cpuNanos: cpuBefore, runQueueNanos: runQueueBefore)))
-            stateSeconds[.idle, default: 0] += left - last.time
-            lastObservation = (left, observation.activity)
+            // Idle until it left: `last` was idle.
+            loopHealth.observe(at: left, observation.activity)
         }
         // Entries into a nested wait (pg_sleep's WaitLatch) move the counter too: they are not
         // turns of the loop.
         handle(detector.observe(observation, loopTurned: turned && !wasNested && !inNestedWait))
-        turnTracker.noteProbe(observation.activity, previous: lastObservation?.activity, at: observation.time)
+        turnTracker.noteProbe(observation.activity, previous: loopHealth.lastObservation?.activity, at: observation.time)
         if turnTracker.afterProbe(
             idle: observation.activity == .idle, syscallNumber: probedSyscallNumber, stackRuleTurns: detector.stackRuleTurns,
             wanted: { counterWanted(at: now) })
@@ -351,10 +332,7 @@ public final class StallMonitor {
         // it off and on every probe); batch processes are sampled by ptrace, as few as they are.
         inspector.setPerfSampling(tid: inspector.pid, busy: detector.isInEpisode && detector.phase != .batch)
         lastFedTime = observation.time
-        if let last = lastObservation, observation.time > last.time {
-            stateSeconds[last.activity, default: 0] += observation.time - last.time
-        }
-        lastObservation = (observation.time, observation.activity)
+        loopHealth.observe(at: observation.time, observation.activity)
         if observation.activity == .gone {
             handle(detector.finish(at: now, targetGone: true))
             summary.targetExited = true
@@ -401,38 +379,21 @@ public final class StallMonitor {
             settleIdentity()
             nextIdentitySettle = now + ProgramIdentity.settleSpacing
         }
-        if health == nil || now - health!.time >= Self.healthInterval { recordLoopHealth(at: now) }
-        if !unwrittenFinals.isEmpty { retryFinalReports(at: now, final: false) }
+        if loopHealth.isDue(at: now) { recordLoopHealth(at: now) }
+        if publisher.hasUnwrittenFinals { publisher.retryFinalReports(at: now, final: false) }
         return true
     }
 
-    private func retryFinalReports(at now: Double, final: Bool) {
-        let (written, abandoned) = unwrittenFinals.retry(at: now, final: final, writer: writer)
-        for (entry, paths) in written {
-            log("stallagent: stall #\(entry.id): final report written now that there is room → \(paths.text)")
-            writer.finished(pid: inspector.pid, id: entry.id)
-        }
-        for entry in abandoned {
-            log(FinalReportRetry.abandonedMessage(entry))
-            writer.finished(pid: inspector.pid, id: entry.id)
-        }
-    }
-
+    /// Loop health for `stallagent view`, appended to the report directory every
+    /// `LoopHealthRecorder.interval` of watching and at the end.
     private func recordLoopHealth(at now: Double) {
         accountIdleTime(until: now)
-        let busy = stateSeconds.filter { $0.key.isBusy }.values.reduce(0, +)
-        defer {
-            health = (now, loopTurnCount, busy)
-            healthLongestTurn = 0
-        }
-        // The first point only starts the count; a process watched under a second says nothing,
-        // and one with no loop (a test runner, a shell waiting for its child) has no turns.
-        guard let last = health, now > last.time, kind == .loop else { return }
+        guard let line = loopHealth.close(at: now, turns: loopTurnCount, isLoop: { kind == .loop }) else { return }
         writer.appendLoopHealth(
             LoopHealthSample(
-                time: Date(), seconds: now - last.time, pid: identity.process.pid, name: identity.process.name, hostname: hostname,
-                unit: options.unit, turns: loopTurnCount &- last.turns, busySeconds: max(0, busy - last.busy),
-                longestTurnSeconds: healthLongestTurn, evidence: loopTurnEvidence.rawValue))
+                time: Date(), seconds: line.seconds, pid: identity.process.pid, name: identity.process.name, hostname: hostname,
+                unit: options.unit, turns: line.turns, busySeconds: line.busySeconds,
+                longestTurnSeconds: line.longestTurnSeconds, evidence: loopTurnEvidence.rawValue))
     }
 
     /// A new name or stack base in a fresh stat since the last look (see `ProgramIdentity.moved`).
@@ -496,18 +457,11 @@ public final class StallMonitor {
         }
         worker.forget()
         workerWaitSite = nil
-        frameCache.removeAll()
-        canonicalWaitSites.removeAll()
-        homeWaits = HomeWaitTracker()
+        sampleSymbolizer.reset()
+        waitSites.reset()
         parking.reset()
-        lastWaitSite = nil
-        lastHomeWait = nil
-        lockWaitSites.removeAll()
-        learnedLoopSites.removeAll()
-        loopFrameUnion.removeAll()
         detector.setLoopFrames([])
         lastClassification = nil
-        busyFrameCache = nil
         ioHint = false
     }
 
@@ -556,9 +510,9 @@ public final class StallMonitor {
     /// Detaches anything pending and fills in the summary's totals.
     public func end() -> MonitorSummary {
         // The last stretch of loop health, up to the exit (`stop` wrote it for a watch that ended).
-        if let last = health, MonotonicTime.seconds() - last.time >= 1 { recordLoopHealth(at: MonotonicTime.seconds()) }
+        if let last = loopHealth.lastLineTime, MonotonicTime.seconds() - last >= 1 { recordLoopHealth(at: MonotonicTime.seconds()) }
         inspector.capturer.reapPending(final: true)
-        retryFinalReports(at: MonotonicTime.seconds(), final: true)
+        publisher.retryFinalReports(at: MonotonicTime.seconds(), final: true)
         // Final reports still waiting on debuginfod downloads: a short wait, not the whole
         // deadline, so a hung server cannot hold up a wrapped command's exit for long.
         DebuginfodFollowUp.drain(timeout: min(Debuginfod.shared.maxSeconds, 10))
@@ -566,7 +520,7 @@ public final class StallMonitor {
         summary.loopTurnEvidence = loopTurnEvidence
         summary.loopTurns = loopTurnCount
         summary.longestTurn = turnLengths.longest
-        summary.busySeconds = stateSeconds.filter { $0.key.isBusy }.values.reduce(0, +)
+        summary.busySeconds = loopHealth.busySeconds
         summary.kind = kind
         (summary.agentCPUSeconds, summary.peakResidentBytes) = AgentResourceUsage.cpuAndPeak()
         summary.agentElapsedSeconds = StallMonitor.processAge(pid: getpid()) ?? summary.watchedSeconds
@@ -578,7 +532,7 @@ public final class StallMonitor {
         // A master parked before any loop wait showed (uvicorn's, pinging its workers through
         // poll) stays a supervisor.
         if parking.parkedKind == .supervisor { return .supervisor }
-        if homeWaits.knowsLoop || (turnTracker.evidence != .stackRule && turnTracker.turns > 0) { return .loop }
+        if waitSites.knowsLoop || (turnTracker.evidence != .stackRule && turnTracker.turns > 0) { return .loop }
         if let parked = parking.parkedKind { return parked }
         if options.batchThreshold != nil { return .batch }
         return .busy
@@ -597,10 +551,10 @@ public final class StallMonitor {
         var sample: StackSample?
         if let (_, stack) = try? inspector.captureStack(tid: inspector.pid, activity: classification.activity) {
             let frames = inspector.symbolizer.symbolize(stack)
-            for frame in frames { frameCache[frame.address] = frame }
+            sampleSymbolizer.remember(frames)
             sample = StackSample(
                 time: now, activity: classification.activity,
-                frames: frames.map(sampled))
+                frames: frames.map(sampleSymbolizer.sampled))
         }
         let snapshot = detector.captureSnapshot(at: now, idleSample: sample)
         let report = StallReport(snapshot: snapshot, context: context(for: snapshot))
@@ -614,7 +568,7 @@ public final class StallMonitor {
             log("stallagent: warning: could not write the snapshot report: \(error)")
         }
         return TimeoutSnapshot(
-            pid: inspector.pid, name: inspector.name, reportPath: path, topFunction: culprit(snapshot, report),
+            pid: inspector.pid, name: inspector.name, reportPath: path, topFunction: StallLedger.culprit(snapshot, report),
             activity: classification.detail.isEmpty ? classification.activity.rawValue : classification.detail)
     }
 
@@ -630,7 +584,7 @@ public final class StallMonitor {
         // The common case, an idle event loop, is decided by the syscall file alone: stat and
         // schedstat add nothing (a stopped thread in epoll_wait is "no stall" either way), and
         // skipping them halves the cost of an idle watch.
-        if waitVerdict == .home, !detector.isInEpisode, !waitSiteIsNew {
+        if waitVerdict == .home, !detector.isInEpisode, !waitSites.waitSiteIsNew {
             followedWorker = nil
             return ThreadObservation(time: now, activity: .idle, cpuNanos: observedCPUNanos, runQueueNanos: observedRunQueueNanos)
         }
@@ -655,14 +609,14 @@ public final class StallMonitor {
         let parkedNow =
             detector.phase != .batch
             && parking.parked(
-                in: syscall, activity: activity, learning: !homeWaits.knowsLoop,
+                in: syscall, activity: activity, learning: !waitSites.knowsLoop,
                 ran: sched.map { $0.cpuNanos > lastCPUNanos } ?? false)
         if activity == .idle, waitVerdict == .nested {
-            activity = lastWaitSite.map { lockWaitSites.contains($0) } == true ? .lockWait : .blockedCall
+            activity = waitSites.lastSiteWaitsForLock ? .lockWait : .blockedCall
         } else if activity == .blockedCall, let number = syscall?.syscallNumber,
             ParkingClassifier.parkingSyscalls.contains(number)
                 || (options.childWaitsAreParking && ParkingClassifier.childWaitSyscalls.contains(number)),
-            !homeWaits.knowsLoop
+            !waitSites.knowsLoop
         {
             activity = .idle
             parkedIn = syscall
@@ -674,7 +628,9 @@ public final class StallMonitor {
         } else if activity == .blockedCall, let hint = lockHintSyscall, syscall == hint {
             activity = .lockWait
         }
-        if activity == .idle, !options.busyFramePatterns.isEmpty, let syscall, isBusyByFrame(syscall: syscall) {
+        if activity == .idle, !options.busyFramePatterns.isEmpty, let syscall,
+            waitSites.isBusyByFrame(syscall: syscall, in: self)
+        {
             activity = .blockedCall
         }
         if activity == .blockedCall, detector.phase == .batch, let number = syscall?.syscallNumber,
@@ -728,7 +684,7 @@ public final class StallMonitor {
             state: state, syscall: syscall, fileKind: { fd in inspector.fileKind(fd) }
         ).activity
         if !options.idleFramePatterns.isEmpty, activity.isBusy, activity != .running, let syscall,
-            isIdleByFrame(syscall: syscall)
+            waitSites.isIdleByFrame(syscall: syscall, in: self)
         {
             activity = .idle
         }
@@ -757,29 +713,11 @@ public final class StallMonitor {
 
     /// Home or nested, for a thread in one of the idle-set waits (nil for anything else).
     private func waitSiteVerdict(_ syscall: ProcSyscallInfo, turned: Bool) -> HomeWaitTracker.Verdict? {
-        // Still asleep in the very same home wait (same call, SP and PC; no turn since): the
-        // verdict cannot have changed, and this is every probe of an idle watch.
-        if !turned, let last = lastHomeWait, last.syscall == syscall, let site = lastWaitSite, site == last.site {
-            waitSiteIsNew = false
-            settledIn = syscall
-            return .home
-        }
-        lastHomeWait = nil
-        // A wait site not seen before may be a new program's (an exec under the same name):
-        // this probe reads the stat too.
-        waitSiteIsNew = canonicalWaitSites[HomeWaitTracker.Site(pc: syscall.programCounter ?? 0, sp: syscall.stackPointer ?? 0)] == nil
-        let verdict = waitSiteVerdictUncached(syscall, turned: turned)
-        if verdict == .home, let site = lastWaitSite,
-            loopTurnEvidence != .stackRule || learnedLoopSites.contains(site)
-        {
-            lastHomeWait = (syscall, site)
-        }
-        return verdict
+        let look = waitSites.look(at: syscall, turned: turned, evidence: loopTurnEvidence, in: self)
+        if look.unchanged { settledIn = syscall }
+        if look.learnedLoopFrames { detector.setLoopFrames(waitSites.loopFrames) }
+        return look.verdict
     }
-
-    private var lastHomeWait: (syscall: ProcSyscallInfo, site: HomeWaitTracker.Site)?
-    /// The latest wait's raw site had not been seen before.
-    private var waitSiteIsNew = false
 
     /// The call the latest probe found the thread parked in (idle, though not in a loop's
     /// wait): a supervisor's sigsuspend, a parent's wait4 in a watched family.
@@ -822,9 +760,8 @@ public final class StallMonitor {
     /// Time asleep in the wait counts as idle up to `now`, so metrics and the summary need no
     /// probe of a thread the scheduler leaves asleep.
     public func accountIdleTime(until now: Double) {
-        guard !finished, let last = lastObservation, last.activity == .idle, now > last.time else { return }
-        stateSeconds[.idle, default: 0] += now - last.time
-        lastObservation = (now, .idle)
+        guard !finished else { return }
+        loopHealth.accountIdleTime(until: now)
     }
 
     /// Disarms what `armWakeUp` armed; the next step probes as usual.
@@ -835,96 +772,6 @@ public final class StallMonitor {
 
     /// When the kernel saw the thread leave its wait while the agent slept (see `step`).
     private var leftWaitAt: Double?
-
-    private func waitSiteVerdictUncached(_ syscall: ProcSyscallInfo, turned: Bool) -> HomeWaitTracker.Verdict? {
-        guard let number = syscall.syscallNumber, classifier.idleSyscalls.contains(number),
-            let sp = syscall.stackPointer, let pc = syscall.programCounter
-        else {
-            lastWaitSite = nil
-            return nil
-        }
-        let (site, freshStack) = waitSite(raw: HomeWaitTracker.Site(pc: pc, sp: sp), syscall: syscall)
-        let verdict = homeWaits.classify(site, newEntry: turned || lastWaitSite != site)
-        lastWaitSite = site
-        if verdict == .home, loopTurnEvidence == .stackRule, !learnedLoopSites.contains(site),
-            learnedLoopSites.count < 16, let stack = freshStack ?? stopFreeStack(syscall)
-        {
-            learnLoopFrames(site: site, stack: stack)
-        }
-        return verdict
-    }
-
-    /// A wait's site is its caller outside the wrapper's library (return address and stack
-    /// address of the first frame in another module), not the syscall instruction: glibc
-    /// reaches one `syscall` instruction at two stack depths (single- vs multi-threaded
-    /// cancellation path), and newer glibc adds frames of its own. Unwound once per raw
-    /// (pc, sp), without a stop; the raw pair is the site when the unwind fails. Returns the
-    /// stack too when it was unwound now, so the caller need not read it again.
-    private func waitSite(raw: HomeWaitTracker.Site, syscall: ProcSyscallInfo)
-        -> (site: HomeWaitTracker.Site, freshStack: UnwoundStack?)
-    {
-        if let known = canonicalWaitSites[raw] { return (known, nil) }
-        guard let stack = stopFreeStack(syscall) else { return (raw, nil) }
-        let frames = stack.frames
-        var site = raw
-        if frames.count >= 2 {
-            let wrapper = inspector.modules.module(containing: frames[0].address)?.start
-            let caller =
-                frames.dropFirst().first { inspector.modules.module(containing: $0.address)?.start != wrapper }
-                ?? frames[1]
-            site = HomeWaitTracker.Site(pc: caller.address, sp: caller.stackPointer)
-        }
-        if canonicalWaitSites.count > 4096 { canonicalWaitSites.removeAll() }
-        canonicalWaitSites[raw] = site
-        // A nested wait under a lock-waiting function (PostgreSQL's heavyweight locks sleep in
-        // ProcSleep → WaitLatch → epoll_wait) is a lock wait, not just a blocked call.
-        let names = stack.frames.enumerated().compactMap { index, frame -> String? in
-            let address = frame.lookupAddress(isInnermost: index == 0)
-            guard let module = inspector.modules.module(containing: address) else { return nil }
-            return inspector.symbolizer.symbols(for: module)?.functionName(module.moduleOffset(of: address))
-        }
-        if names.contains(where: { name in StallMonitor.lockWaitFrames.contains { GlobPattern.matches($0, name) } }) {
-            lockWaitSites.insert(site)
-        }
-        return (site, stack)
-    }
-
-    /// The stack rule's loop frames: the home wait's stack, once per home.
-    private func learnLoopFrames(site: HomeWaitTracker.Site, stack: UnwoundStack) {
-        learnedLoopSites.insert(site)
-        // Names only: loop frames are matched by name, module and address, never shown with lines.
-        loopFrameUnion += inspector.symbolizer.symbolize(stack, sourceLines: false).map(sampled)
-        detector.setLoopFrames(loopFrameUnion)
-    }
-
-    /// The stack of a thread blocked in `syscall`, read without a stop (nil if it moved).
-    private func stopFreeStack(_ syscall: ProcSyscallInfo) -> UnwoundStack? {
-        inspector.stopFreeStack(tid: inspector.pid, syscall: syscall, probe: probe)
-    }
-
-    /// True when the blocked thread's stack has a function matching one of `patterns`.
-    private func stackMatches(_ syscall: ProcSyscallInfo, _ patterns: [String]) -> Bool {
-        guard let stack = stopFreeStack(syscall) else { return false }
-        return inspector.symbolizer.symbolize(stack, sourceLines: false).contains { frame in
-            guard let name = frame.function else { return false }
-            return patterns.contains { GlobPattern.matches($0, name) }
-        }
-    }
-
-    /// `--busy-frame`: a wait whose stack names one of these functions is work. Kept while the
-    /// thread stays in the same call, so the stack is read once per wait.
-    private func isBusyByFrame(syscall: ProcSyscallInfo) -> Bool {
-        if let cached = busyFrameCache, cached.syscall == syscall { return cached.busy }
-        let busy = stackMatches(syscall, options.busyFramePatterns)
-        busyFrameCache = (syscall, busy)
-        return busy
-    }
-
-    /// A blocked thread is idle if its stack shows one of the user's idle frames
-    /// (`classify` keeps the answer while the thread stays in the call).
-    private func isIdleByFrame(syscall: ProcSyscallInfo) -> Bool {
-        stackMatches(syscall, options.idleFramePatterns)
-    }
 
     // MARK: Sampling
 
@@ -965,7 +812,7 @@ public final class StallMonitor {
             let (snapshot, stack) =
                 try stopFree
                 ?? inspector.captureStack(tid: sampledWorker?.tid ?? inspector.pid, activity: activity, probe: sampledWorker ?? probe)
-            if isBackInLoop(snapshot) {
+            if waitSites.isBackInLoop(snapshot) {
                 // The loop went back to its wait between the probe and the capture: this stack
                 // is the loop's, not the work's, and must not name the stall.
                 handle(detector.record(StackSample(time: now, activity: .idle, frames: [])))
@@ -983,22 +830,7 @@ public final class StallMonitor {
             } else {
                 captureStatistics.recordWithoutStop()
             }
-            var sampled: [SampledFrame] = []
-            if detector.episodePhase == .batch {
-                // Most batch samples never make a report: names from the symbol tables are
-                // enough to tell frames apart, and DWARF (libc's alone is ~29 MB and a good part
-                // of a short run's agent CPU) is read only when a report is written. The whole
-                // episode is named this way, so its frames keep their keys once it stalls.
-                sampled = namesOnly(stack)
-            } else {
-                // Names alone here too (the same names a full lookup gives): source lines and
-                // inlined frames are read for a report's frames when it is written (`resolve`).
-                // Read at every sample, libc's compressed DWARF was a third of the agent's CPU
-                // in a wrapped `make -j2`.
-                let frames = inspector.symbolizer.symbolize(stack, sourceLines: false)
-                keepUnresolvable(frames)
-                sampled = frames.map(self.sampled)
-            }
+            var sampled = sampleSymbolizer.frames(of: stack, batch: detector.episodePhase == .batch, in: inspector)
             if let sampledWorker {
                 // glibc hands a finished thread's stack to the next thread it creates: the next
                 // test's frames sat at the same addresses and were taken for the same
@@ -1033,13 +865,16 @@ public final class StallMonitor {
             // strace, gdb or another agent holds the target: no stacks, but the stall is still
             // timed from /proc. Said once per tracer, and in every report.
             captureStatistics.recordFailure()
-            if tracedBy != tracer {
-                tracedBy = tracer
-                let name =
+            if sampleSymbolizer.noteTracer(
+                tracer,
+                name: {
                     (try? ProcFS.readText("/proc/\(tracer)/comm", pid: tracer))?
-                    .trimmingCharacters(in: .whitespacesAndNewlines) ?? "?"
-                samplingNote = "cannot sample: traced by PID \(tracer) (\(name))"
-                log("stallagent: \(inspector.name.terminalSafe) [\(inspector.pid)]: \(samplingNote!.terminalSafe); stalls are still timed from /proc")
+                        .trimmingCharacters(in: .whitespacesAndNewlines) ?? "?"
+                })
+            {
+                log(
+                    "stallagent: \(inspector.name.terminalSafe) [\(inspector.pid)]: \(sampleSymbolizer.samplingNote!.terminalSafe); stalls are still timed from /proc"
+                )
             }
             handle(detector.record(StackSample(time: now, activity: activity, frames: [])))
         } catch {
@@ -1048,75 +883,10 @@ public final class StallMonitor {
         }
     }
 
-    /// A stack's frames named from the symbol tables alone (see `sample`); the same names the
-    /// full symbolization gives, minus source lines and inlined frames.
-    private func namesOnly(_ stack: UnwoundStack) -> [SampledFrame] {
-        var frames: [SymbolizedFrame] = stack.frames.enumerated().map { index, frame in
-            let lookup = frame.lookupAddress(isInnermost: index == 0)
-            guard let module = inspector.modules.module(containing: lookup) else {
-                return SymbolizedFrame(
-                    index: index, address: frame.address, stackPointer: frame.stackPointer, module: nil, modulePath: nil,
-                    buildId: nil, moduleOffset: nil, function: nil, functionOffset: nil, approximate: false)
-            }
-            let symbol = inspector.symbolizer.symbols(for: module)?.functionSymbol(module.moduleOffset(of: lookup))
-            return SymbolizedFrame(
-                index: index, address: frame.address, stackPointer: frame.stackPointer, module: module.name,
-                modulePath: module.path, buildId: nil, moduleOffset: module.moduleOffset(of: frame.address),
-                function: symbol?.name, functionOffset: symbol.map { $0.offset &+ (frame.address &- lookup) }, approximate: false)
-        }
-        // Node: V8 frames named by their JavaScript function.
-        for (index, function) in stack.javascript where frames.indices.contains(index) {
-            frames[index] = SymbolizedFrame(javascript: function, index: index, frame: stack.frames[index])
-        }
-        if !stack.javascript.isEmpty { keepUnresolvable(frames) }
-        if let php = stack.php {
-            frames = PHPStackSplicer.splice(frames, php)
-            keepUnresolvable(frames)
-        }
-        if let ruby = stack.ruby {
-            frames = RubyStackSplicer.splice(frames, ruby)
-            keepUnresolvable(frames)
-        }
-        // A test runner in Python: the test's own function is a Python frame.
-        if let python = stack.python {
-            frames = PythonStackSplicer.splice(frames, python)
-            keepUnresolvable(frames)
-        }
-        return frames.map(sampled)
-    }
-
-    /// Keeps, for the report, the frames of a names-only sample that `resolve` could not name
-    /// again when it is written: Python frames (their file and line came with them, no table
-    /// names them) and JIT frames (the perf map may have reused the address by then).
-    private func keepUnresolvable(_ frames: [SymbolizedFrame]) {
-        for frame in frames where frame.isScript || (frame.module == nil && frame.function != nil) {
-            if frameCache.count > 50_000 { frameCache.removeAll(keepingCapacity: true) }
-            frameCache[frame.address] = frame
-        }
-    }
-
-    private func isBackInLoop(_ snapshot: ThreadSnapshot) -> Bool {
-        var raw: HomeWaitTracker.Site?
-        if let (number, _) = snapshot.interruptedSyscall, classifier.idleSyscalls.contains(number) {
-            raw = HomeWaitTracker.Site(pc: snapshot.registers.pc, sp: snapshot.registers.sp)
-        } else if let info = snapshot.syscall, let number = info.syscallNumber, classifier.idleSyscalls.contains(number),
-            let sp = info.stackPointer, let pc = info.programCounter
-        {
-            raw = HomeWaitTracker.Site(pc: pc, sp: sp)
-        }
-        guard let raw else { return false }
-        // Only sites already seen from /proc have a known caller; an unknown one is not home.
-        return canonicalWaitSites[raw].map { homeWaits.homes.contains($0) } ?? false
-    }
-
     private func isFileIO(syscall number: Int, fd: UInt64) -> Bool {
         if ThreadStateClassifier.fsyncLike.contains(number) { return true }
         guard ThreadStateClassifier.fileIO.contains(number), fd < 1 << 31 else { return false }
         return inspector.fileKind(Int(fd))?.hasPrefix("/") ?? false
-    }
-
-    private func sampled(_ frame: SymbolizedFrame) -> SampledFrame {
-        Self.sampledFrame(frame, appFrames: appFrames)
     }
 
     /// What detection keeps of a frame; an unnamed frame is "module+0xOFFSET".
@@ -1135,27 +905,6 @@ public final class StallMonitor {
             site: frame.function == nil ? nil : frame.functionOffset.map { Int(clamping: $0) })
     }
 
-    private func resolve(_ frame: SampledFrame, index: Int) -> SymbolizedFrame {
-        if inspector.symbolizer.refreshAfterDownloads() { frameCache = [:] }
-        // A Python frame's address is a bytecode instruction's: never a native symbol's.
-        var cached = frameCache[frame.address]
-        if let known = cached, known.isScript != frame.isInterpreted { cached = nil }
-        if cached == nil, frame.isInterpreted {
-            cached = SymbolizedFrame(
-                index: index, address: frame.address, stackPointer: frame.cfa, module: frame.module, modulePath: nil,
-                buildId: nil, moduleOffset: nil, function: frame.function, functionOffset: nil, approximate: false,
-                language: frame.language)
-        }
-        var symbolized =
-            cached
-            ?? inspector.symbolizer.symbolize(
-                UnwoundFrame(address: frame.address, stackPointer: frame.cfa, isSignalFrame: false), index: index)
-        symbolized.index = index
-        symbolized.stackPointer = frame.cfa
-        symbolized.inApp = frame.isApp
-        return symbolized
-    }
-
     // MARK: Events → reports
 
     private func handle(_ events: [DetectorEvent]) {
@@ -1166,19 +915,19 @@ public final class StallMonitor {
                 let decision = fingerprints.record(
                     snapshot.fingerprint, wallTime: Date().timeIntervalSince1970,
                     minimumInterval: options.minimumReportInterval)
-                decisions[snapshot.id] = decision
+                publisher.ledger.open(snapshot.id, decision: decision)
                 refreshLockOwner(for: snapshot)
                 let report = write(snapshot)
                 if let stallEvents {
                     stallEvents(
                         .detected(
-                            report: report, reportPath: decision.shouldWriteReport ? reportPaths[snapshot.id]?.text : nil,
+                            report: report, reportPath: decision.shouldWriteReport ? publisher.ledger.reportPaths[snapshot.id]?.text : nil,
                             message:
-                                "stall #\(snapshot.id) in \(inspector.name)[\(inspector.pid)] detected: \(stalledThread(snapshot.id)) \(describe(snapshot, report)) for \(Format.seconds(snapshot.duration)) so far"
+                                "stall #\(snapshot.id) in \(inspector.name)[\(inspector.pid)] detected: \(stalledThread(snapshot.id)) \(StallLedger.describe(snapshot, report)) for \(Format.seconds(snapshot.duration)) so far"
                                 + (decision.shouldWriteReport ? "" : " (seen before: \(decision.occurrence)×)")))
                 } else if !options.quiet {
                     log(
-                        "stallagent: stall #\(snapshot.id) in \(inspector.name.terminalSafe)[\(inspector.pid)] detected: \(stalledThread(snapshot.id).terminalSafe) \(describe(snapshot, report)) for \(Format.seconds(snapshot.duration)) so far"
+                        "stallagent: stall #\(snapshot.id) in \(inspector.name.terminalSafe)[\(inspector.pid)] detected: \(stalledThread(snapshot.id).terminalSafe) \(StallLedger.describe(snapshot, report)) for \(Format.seconds(snapshot.duration)) so far"
                             + (decision.shouldWriteReport ? "" : " (seen before: \(decision.occurrence)×)"))
                 }
             case .stallUpdated(let snapshot):
@@ -1190,9 +939,7 @@ public final class StallMonitor {
                 episodeWorker = nil
             case .episodeEnded(let episode):
                 episodeWorker = nil
-                turnLengths.add(episode.duration)
-                if pendingTurnLengths.count < 4096 { pendingTurnLengths.append(episode.duration) }
-                healthLongestTurn = max(healthLongestTurn, episode.duration)
+                loopHealth.noteTurn(episode.duration)
             case .launchPhaseEnded:
                 break
             }
@@ -1205,16 +952,6 @@ public final class StallMonitor {
         return "thread \(thread.name) [\(thread.tid)], which the main thread waits for,"
     }
 
-    private func describe(_ snapshot: StallSnapshot, _ report: StallReport?) -> String {
-        let reason = snapshot.deadlock ? StallReason.deadlock : snapshot.causeReason
-        return "\(reason.hexCode) \(reason.name) in \(culprit(snapshot, report))"
-    }
-
-    /// The frame a person should look at: the stall frame moved out of libc and the loader.
-    private func culprit(_ snapshot: StallSnapshot, _ report: StallReport?) -> String {
-        report?.culpritName ?? snapshot.heaviestStack?.topFunction ?? "?"
-    }
-
     /// While the main thread waits on a lock, find the owner chain (and a deadlock) and the
     /// owner's stack. Kept per stall: when the stall ends the lock is no longer awaited.
     private func refreshLockOwner(for snapshot: StallSnapshot) {
@@ -1225,9 +962,11 @@ public final class StallMonitor {
         if let (_, stack) = try? inspector.captureStack(tid: ownerTid, activity: ownerState.activity) {
             frames = inspector.symbolizer.symbolize(stack)
         }
-        lockOwners[snapshot.id] = ReportLockOwner(
-            tid: ownerTid, name: inspector.threadName(ownerTid), detail: ownerState.detail, frames: frames,
-            waitChain: chain.tids, deadlock: chain.deadlock)
+        publisher.ledger.setLockOwner(
+            ReportLockOwner(
+                tid: ownerTid, name: inspector.threadName(ownerTid), detail: ownerState.detail, frames: frames,
+                waitChain: chain.tids, deadlock: chain.deadlock),
+            for: snapshot.id)
         if chain.deadlock && !snapshot.deadlock {
             handle(detector.setDeadlock(true, at: MonotonicTime.seconds()))
         }
@@ -1241,78 +980,28 @@ public final class StallMonitor {
         }
         return StallReportContext(
             process: identity.process, thread: stallWorkers[snapshot.id] ?? identity.thread, wallClockOffset: wallClockOffset,
-            resolveFrame: { [unowned self] frame, index in self.resolve(frame, index: index) },
-            binaryImages: images, lockOwner: lockOwners[snapshot.id],
+            resolveFrame: { [unowned self] frame, index in self.sampleSymbolizer.resolve(frame, index: index, in: self.inspector) },
+            binaryImages: images, lockOwner: publisher.ledger.lockOwners[snapshot.id],
             agent: captureStatistics.episodeStats(samples: snapshot.sampleCount, probeInterval: options.probeInterval),
-            termination: terminations[snapshot.id], occurrence: decisions[snapshot.id]?.occurrence ?? 1,
-            hostname: hostname, loopTurnsNote: loopTurnsNote, samplingNote: samplingNote)
+            termination: publisher.ledger.terminations[snapshot.id], occurrence: publisher.ledger.occurrence(snapshot.id),
+            hostname: hostname, loopTurnsNote: loopTurnsNote, samplingNote: sampleSymbolizer.samplingNote)
     }
 
     @discardableResult
     private func write(_ snapshot: StallSnapshot) -> StallReport {
         if identity.settleReadsLeft > 0 { settleIdentity() }
         let report = StallReport(snapshot: snapshot, context: context(for: snapshot))
-        guard decisions[snapshot.id]?.shouldWriteReport ?? true else { return report }
-        let folded =
-            options.writeFolded
-            ? FoldedStackRenderer.render(snapshot, resolve: { $0.function }) : nil
-        do {
-            let paths = try writer.write(report, folded: folded)
-            reportPaths[snapshot.id] = paths
-            if !snapshot.ongoing {
-                DebuginfodFollowUp.symbolicateWhenFetched(
-                    report, jsonPath: paths.json, debugDirectories: options.debugDirectories)
-            }
-            if firstWritten[snapshot.id] == nil { firstWritten[snapshot.id] = MonotonicTime.seconds() }
-        } catch ReportWriteError.formatsFailed(let paths, let failures) {
-            reportPaths[snapshot.id] = paths
-            if firstWritten[snapshot.id] == nil { firstWritten[snapshot.id] = MonotonicTime.seconds() }
-            log("stallagent: warning: stall #\(snapshot.id): report written without \(failures.joined(separator: "; "))")
-        } catch {
-            // A full disk must not stop the watch: warn, keep monitoring, try again next update.
-            guard !snapshot.ongoing else {
-                log("stallagent: warning: could not write the report for stall #\(snapshot.id): \(error)")
-                return report
-            }
-            // The last revision: no next update will come, and the file on disk says "ongoing".
-            let stale = reportPaths[snapshot.id]
-            log(
-                "stallagent: warning: could not write the final report for stall #\(snapshot.id): \(error); "
-                    + (stale.map { "\($0.text) still shows it ongoing; " } ?? "")
-                    + "trying again every \(Format.seconds(FinalReportRetry.interval))")
-            let entry = FinalReportRetry.Pending(
-                id: snapshot.id, report: report, folded: folded, stale: stale, error: "\(error)")
-            if let dropped = unwrittenFinals.add(entry, at: MonotonicTime.seconds()) {
-                log(FinalReportRetry.abandonedMessage(dropped))
-                writer.finished(pid: inspector.pid, id: dropped.id)
-            }
-        }
+        publisher.publish(report, of: snapshot)
         return report
     }
 
     private func record(_ snapshot: StallSnapshot, _ report: StallReport) {
-        let path = (decisions[snapshot.id]?.shouldWriteReport ?? true) ? reportPaths[snapshot.id]?.text : nil
+        let path = publisher.ledger.summaryPath(snapshot.id)
         if stallEvents == nil, !options.quiet { log(StallSummaryLine.render(report, reportPath: path)) }
-        let stall = MonitorSummary.Stall(
-            id: snapshot.id, reason: snapshot.deadlock ? .deadlock : snapshot.reason, phase: snapshot.phase,
-            duration: snapshot.duration, startMonotonic: snapshot.startTime, endMonotonic: snapshot.endTime,
-            topFunction: culprit(snapshot, report),
-            heaviestFunctions: snapshot.heaviestStack?.frames.map(\.function) ?? [],
-            deadlock: snapshot.deadlock, lockOwnerName: lockOwners[snapshot.id]?.name,
-            firstWrittenMonotonic: firstWritten[snapshot.id],
-            reportPath: path, occurrence: decisions[snapshot.id]?.occurrence ?? 1,
-            terminated: terminations[snapshot.id].map { !ReportTermination.isRefusal($0) } ?? false)
+        let stall = publisher.ledger.stall(snapshot, report)
         summary.record(stall)
         stallEvents?(.ended(stall: stall, report: report, message: StallSummaryLine.render(report, reportPath: path)))
-        // The stall is over: nothing per stall stays behind (a watch of months sees millions).
-        decisions[snapshot.id] = nil
-        reportPaths[snapshot.id] = nil
-        firstWritten[snapshot.id] = nil
-        terminations[snapshot.id] = nil
-        // A final revision waiting for room keeps the writer's record of the stale one, which
-        // the retry replaces (and removes, if the name changed with the reason).
-        if !unwrittenFinals.holds(snapshot.id) { writer.finished(pid: inspector.pid, id: snapshot.id) }
-        lockOwners[snapshot.id] = nil
+        publisher.close(snapshot.id)
     }
 
     // MARK: --kill-after
@@ -1321,7 +1010,7 @@ public final class StallMonitor {
         guard let killPolicy, let id = detector.currentStallID, let age = detector.episodeAge,
             let termination = killPolicy.check(stallID: id, age: age, at: now)
         else { return }
-        terminations[id] = termination
+        publisher.ledger.noteTermination(termination, for: id)
     }
 }
 

@@ -37,7 +37,7 @@ struct FinalReportRetry {
 
     /// Tries the kept revisions when due (`final`: now, and for the last time). Returns those
     /// written and, when final, those given up on.
-    mutating func retry(at now: Double, final: Bool, writer: ReportWriter) -> (
+    mutating func retry(at now: Double, final: Bool, writer: ReportPublisher.Sink) -> (
         written: [(Pending, ReportPaths)], abandoned: [Pending]
     ) {
         guard !pending.isEmpty, final || now >= nextAttempt else { return ([], []) }
