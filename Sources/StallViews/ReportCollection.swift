@@ -36,14 +36,15 @@ public struct ReportCollection: Sendable {
     }
 
     /// Reads `path`: a report's `.json`, or a directory whose `.json` files (and those of its
-    /// subdirectories, one level down: the service writes one per unit) are all reports.
+    /// subdirectories, two levels down: the service writes one per unit, and reports gathered
+    /// from many hosts sit in one directory per host, docs/fleet.md) are all reports.
     /// Files starting with "." are a writer's temporary files and are skipped, and so are
     /// `view`'s own speedscope files (`*.speedscope.json`).
     public static func load(_ path: String) throws -> ReportCollection {
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else { throw ViewError.noSuchInput(path: path) }
-        let files = isDirectory.boolValue ? jsonFiles(in: path, depth: 1) : [path]
-        let healthFiles = isDirectory.boolValue ? jsonFiles(in: path, depth: 1, suffix: ".loop.jsonl") : []
+        let files = isDirectory.boolValue ? jsonFiles(in: path, depth: searchDepth) : [path]
+        let healthFiles = isDirectory.boolValue ? jsonFiles(in: path, depth: searchDepth, suffix: ".loop.jsonl") : []
         guard !files.isEmpty else { throw ViewError.noReports(path: path) }
         // Thousands of reports decode in parallel: JSONDecoder is most of the time spent.
         let results = ParallelResults<Result<LoadedReport, ViewError>>(count: files.count)
@@ -71,7 +72,10 @@ public struct ReportCollection: Sendable {
         return ReportCollection(source: path, reports: reports, health: health, unreadableHealthLines: unreadable)
     }
 
-    static func jsonFiles(in directory: String, depth: Int, suffix: String = ".json") -> [String] {
+    /// HOST/UNIT/ under a gathered directory.
+    public static let searchDepth = 2
+
+    public static func jsonFiles(in directory: String, depth: Int, suffix: String = ".json") -> [String] {
         guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory) else { return [] }
         var files: [String] = []
         for name in names.sorted() where !name.hasPrefix(".") {

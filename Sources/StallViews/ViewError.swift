@@ -11,7 +11,7 @@ public enum ViewError: Error, CustomStringConvertible, Equatable {
         case .noSuchInput(let path):
             return "\(path): no such report directory or report file"
         case .noReports(let path):
-            return "\(path) holds no stall reports (no NAME_PID_TIME_REASON_ID.json from --report-dir, in it or one level down)"
+            return "\(path) holds no stall reports (no NAME_PID_TIME_REASON_ID.json from --report-dir, in it or two levels down)"
         case .corruptReport(let path, let reason):
             return "\(path) is not a readable stallagent report: \(reason)"
         case .cannotWrite(let path, let reason):

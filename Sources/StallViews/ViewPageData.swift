@@ -180,6 +180,8 @@ struct ViewPageDataBuilder {
         var fingerprintTargets: [Set<Int>] = []
         let detailEncoder = JSONEncoder()
         detailEncoder.outputFormatting = [.withoutEscapingSlashes]
+        // Gathered from several hosts, a process is named with its host: pids repeat across hosts.
+        let manyHosts = Set(collection.reports.map(\.report.hostname)).count > 1
         for loaded in collection.reports {
             let r = loaded.report
             let key = targetKey(hostname: r.hostname, pid: r.process.pid, name: r.process.name, unit: r.process.unit)
@@ -191,7 +193,8 @@ struct ViewPageDataBuilder {
                 targetIndex[key] = t
                 targets.append(
                     ViewPageData.Target(
-                        label: ViewNames.target(r), name: r.process.name, pid: r.process.pid, unit: r.process.unit, host: r.hostname,
+                        label: manyHosts ? "\(r.hostname): \(ViewNames.target(r))" : ViewNames.target(r), name: r.process.name, pid: r.process.pid,
+                        unit: r.process.unit, host: r.hostname,
                         path: r.process.path, argv: r.process.commandLine, buildId: r.process.buildId))
             }
             let culprit = r.culpritFrame

@@ -14,8 +14,9 @@ struct View: ParsableCommand {
         commandName: "view",
         abstract: "Draw a report directory: an HTML page, a flame graph, or a speedscope or pprof profile.",
         discussion: """
-            Reads every stall report (.json) in DIR and one level down (the service's \
-            directory per unit), or the one report file given, and writes one file:
+            Reads every stall report (.json) in DIR and two levels down (the service's \
+            directory per unit; reports gathered from many hosts, one directory per host), or \
+            the one report file given, and writes one file:
 
               html        a self-contained page (no network): a timeline of every stall per \
             process coloured by reason, the selected stall's reason, culprit with file:line, \

@@ -32,6 +32,51 @@ import Glibc
         try JSONDecoder().decode(StallReport.self, from: Data(contentsOf: URL(fileURLWithPath: path)))
     }
 
+    /// Reports gathered from several hosts (one directory per host, a unit's directory under
+    /// one): `symbolicate DIR` names every report's frames, and `view DIR` draws them all, each
+    /// process under its host's name (issue 30).
+    @Test func aDirectoryGatheredFromHostsIsSymbolicatedAndDrawnWhole() throws {
+        let fixture = try DebugFileTests.fixture.get()
+        let gathered = fixture.directory.appendingPathComponent("gathered-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: gathered) }
+        var paths: [String] = []
+        for (host, sub) in [("host-a", "app.service"), ("host-b", "")] {
+            let (json, text) = try reportFromStrippedBinary(fixture)
+            let directory = gathered.appendingPathComponent(host).appendingPathComponent(sub)
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            // As from another machine: its hostname in the report.
+            var data = try String(contentsOfFile: json, encoding: .utf8)
+            data = data.replacingOccurrences(of: "\"hostname\" : \"", with: "\"hostname\" : \"\(host)-")
+            let target = directory.appendingPathComponent((json as NSString).lastPathComponent).path
+            try data.write(toFile: target, atomically: true, encoding: .utf8)
+            try FileManager.default.copyItem(atPath: text, toPath: directory.appendingPathComponent((text as NSString).lastPathComponent).path)
+            paths.append(target)
+        }
+        let result = try runCommand(agent, ["symbolicate", gathered.path, "--debug-dir", fixture.debugDirectory.path])
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stdout.contains("in 2 of 2 reports"), "\(result.stdout)")
+        for path in paths {
+            #expect(try report(path).callTree.first(function: "process_requests") != nil, "\(path)")
+        }
+        let page = gathered.appendingPathComponent("page.html").path
+        let view = try runCommand(agent, ["view", gathered.path, "-o", page])
+        #expect(view.status == 0, "\(view.stderr)")
+        #expect(view.stderr.contains("2 stalls"), "\(view.stderr)")
+        let html = try String(contentsOfFile: page, encoding: .utf8)
+        #expect(html.contains("host-a-") && html.contains("host-b-"), "the page names each process's host")
+
+        // A directory with no report: said, exit 66; a report that cannot be read: named, 65.
+        let empty = gathered.appendingPathComponent("empty").path
+        try FileManager.default.createDirectory(atPath: empty, withIntermediateDirectories: true)
+        let none = try runCommand(agent, ["symbolicate", empty])
+        #expect(none.status == 66 && none.stderr.contains("no reports"), "\(none.stderr)")
+        try "{ not json".write(toFile: gathered.appendingPathComponent("host-b/broken.json").path, atomically: true, encoding: .utf8)
+        let broken = try runCommand(agent, ["symbolicate", gathered.path])
+        #expect(broken.status == 65, "\(broken.stderr)")
+        #expect(broken.stderr.contains("broken.json"), "\(broken.stderr)")
+        #expect(broken.stdout.contains("in 2 of 3 reports"), "\(broken.stdout)")
+    }
+
     @Test func offlineSymbolicationReproducesTheOnlineResult() throws {
         let fixture = try DebugFileTests.fixture.get()
         let online = DebugFileTests().summary(try DebugFileTests().moduleFrames(fixture.unstripped))
