@@ -59,6 +59,13 @@ public final class HostAgent {
     private let metricsDirectory: (directory: ReportWriter, name: String)?
     private let notifier: ServiceNotifier
     public let metrics: AgentMetrics?
+    /// Called once a round with every watched process (`stallagent top` draws them); returning
+    /// false ends the run as a stop request would.
+    public var roundObserver: ((_ now: Double, _ monitors: [StallMonitor]) -> Bool)?
+    /// Told of every stall event after the agent's own handling (journal, metrics).
+    public var stallObserver: ((_ event: StallMonitorEvent, _ monitor: StallMonitor) -> Void)?
+    /// Descriptors whose input wakes the round while every thread sleeps (top's keyboard).
+    public var extraWakeDescriptors: [Int32] = []
     private let listener: MetricsListener?
     private let environment: [String: String]
     /// Which watched threads are awake (probed each round) and which sleep until they wake.
@@ -208,6 +215,7 @@ public final class HostAgent {
             }
             if slots.allSatisfy(\.done) || fatal != nil { break }
             housekeeping(at: now)
+            if let roundObserver, !roundObserver(now, slots.flatMap(\.monitors)) { break }
             // The loop got round every target: that is the progress the watchdog vouches for.
             notifier.progress(at: now)
             // Awake threads are probed on the round's pace; with every thread asleep, the agent
@@ -221,7 +229,7 @@ public final class HostAgent {
                 deadline = idleDeadline(start: start, duration: duration, now: now)
                 probing = false
             }
-            scheduler.wait(until: deadline, extra: SignalInbox.descriptor.map { [$0] } ?? [])
+            scheduler.wait(until: deadline, extra: (SignalInbox.descriptor.map { [$0] } ?? []) + extraWakeDescriptors)
         }
         if let fatal { notifier.status("failed: \(fatal)") }
         notifier.stopping()
@@ -482,6 +490,7 @@ public final class HostAgent {
     // MARK: Stall events
 
     private func handle(_ event: StallMonitorEvent, slot: Slot, monitor: StallMonitor) {
+        defer { stallObserver?(event, monitor) }
         switch event {
         case .detected(let report, let path, let message):
             shareBook(slot, from: monitor)

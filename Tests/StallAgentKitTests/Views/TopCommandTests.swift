@@ -100,6 +100,49 @@ import Glibc
         #expect(kill(busy.pid, 0) == 0 && kill(idle.pid, 0) == 0)
     }
 
+    /// `--follow-children`: a family watched by the service's engine, a line per process,
+    /// the worker forked during the watch added, its stall shown, q quits.
+    @Test(.enabled(if: tmux != nil, "tmux is not installed (scripts/setup installs it)"))
+    func aFamilyGetsALinePerProcessAndNewOnesAppear() throws {
+        let reports = FileManager.default.temporaryDirectory.appendingPathComponent("top-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: reports) }
+        // A shell that starts an idle worker at once, and 2 s later one that stalls 2.5 s on the CPU.
+        let fixtures = FixtureProcess.executableURL.path
+        let family = Process()
+        family.executableURL = URL(fileURLWithPath: "/bin/sh")
+        family.arguments = ["-c", "'\(fixtures)' idle & sleep 2; '\(fixtures)' loop --script idle:1.5,spin:2.5,idle:30 --gap 0.3 & wait"]
+        family.standardOutput = FileHandle.nullDevice
+        try family.run()
+        let shell = family.processIdentifier
+        defer {
+            let children = (try? String(contentsOfFile: "/proc/\(shell)/task/\(shell)/children", encoding: .utf8)) ?? ""
+            for child in children.split(separator: " ").compactMap({ Int32($0) }) { Glibc.kill(child, SIGKILL) }
+            Glibc.kill(shell, SIGKILL)
+            family.waitUntilExit()
+        }
+        let session = Session()
+        defer { session.kill() }
+        let command = [FixtureProcess.stallagentURL.path, "top", "--threshold", "0.5s", "--report-dir", reports, "--pid", "\(shell)", "--follow-children"]
+            .map { "'\($0)'" }.joined(separator: " ")
+        try session.start(command)
+        var most = 0
+        var sawStall = false
+        let screens = try session.watch(timeout: 30) { screen in
+            let rows = screen.filter { $0.split(separator: " ").first.flatMap { Int32($0) } != nil }
+            most = max(most, rows.count)
+            if rows.contains(where: { $0.contains(" hang ") || $0.contains(" starved ") }) { sawStall = true }
+            return sawStall && most >= 3
+        }
+        let last = try #require(screens.last)
+        #expect(most >= 3, "the shell and both workers: \(last.joined(separator: "\n"))")
+        #expect(sawStall, "no screen showed the worker's stall: \(last.joined(separator: "\n"))")
+        #expect(Self.row(shell, in: last) != nil)
+        #expect(screens.allSatisfy { $0.allSatisfy { $0.count <= 80 } })
+        try session.keys("q")
+        let after = try session.watch(timeout: 10) { $0.contains("EXIT=0") }
+        #expect(after.last?.contains("EXIT=0") == true, "\(after.last?.joined(separator: "\n") ?? "")")
+    }
+
     @Test(.enabled(if: tmux != nil, "tmux is not installed (scripts/setup installs it)"))
     func controlCEndsItCleanly() throws {
         let reports = FileManager.default.temporaryDirectory.appendingPathComponent("top-\(UUID().uuidString)").path
