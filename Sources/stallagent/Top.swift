@@ -57,56 +57,7 @@ struct Top: ParsableCommand {
             var options = try watch.monitorOptions()
             // The screen is the output: the monitors' own lines would scroll it away.
             options.quiet = true
-            if followChildren || unit != nil {
-                try runFamily(options: options)
-                return
-            }
-            let screen = TopTerminal()
-            var entries: [Entry] = []
-            for target in pid {
-                let entry = Entry()
-                entry.monitor = try StallMonitor(pid: target, options: options, log: { entry.lastMessage = $0 })
-                entry.monitor.stallEvents = { event in
-                    switch event {
-                    case .detected(let report, _, _): entry.open = (report.reason.name, MonotonicTime.seconds() - report.durationSeconds)
-                    case .ended: entry.open = nil
-                    }
-                }
-                entries.append(entry)
-            }
-            let start = MonotonicTime.seconds()
-            for entry in entries {
-                entry.monitor.begin(at: start)
-                entry.mark(at: start)
-            }
-            screen.begin()
-            defer { screen.end() }
-            var nextDraw = start
-            var rows: [TopScreen.Row] = []
-            let probe = max(0.001, options.probeInterval)
-            while true {
-                let now = MonotonicTime.seconds()
-                let quit = StopRequest.isRequested || screen.quitPressed()
-                if quit || entries.allSatisfy(\.monitor.finished) || options.duration.map({ now - start >= $0 }) == true {
-                    for entry in entries where !entry.monitor.finished { entry.monitor.stop(at: now) }
-                    break
-                }
-                for entry in entries where !entry.monitor.finished { entry.monitor.step(at: now) }
-                if now >= nextDraw {
-                    rows = entries.map { $0.row(at: now) }
-                    screen.draw(TopScreen.lines(rows, title: title(at: now - start), width: screen.columns))
-                    nextDraw += 1
-                    if nextDraw < now { nextDraw = now + 1 }
-                }
-                let wait = probe - (MonotonicTime.seconds() - now)
-                if wait > 0 { usleep(useconds_t(wait * 1e6)) }
-            }
-            for entry in entries { _ = entry.monitor.end() }
-            screen.end()
-            // What was on the screen last stays in the terminal.
-            let last = TopScreen.lines(
-                entries.map { $0.row(at: MonotonicTime.seconds()) }, title: title(at: MonotonicTime.seconds() - start), width: screen.columns)
-            FileHandleOutput.standardOutput(last.dropLast().joined(separator: "\n") + "\n")
+            try runOnEngine(options: options)
         }
     }
 
@@ -116,10 +67,11 @@ struct Top: ParsableCommand {
         return "stallagent top · \(scope)\(count) process\(count == 1 ? "" : "es") · \(Int(elapsed)) s"
     }
 
-    /// A whole family or unit, watched by the service's engine (`HostAgent`): it attaches to
-    /// new processes as they appear and sleeps while every thread sleeps; the screen is drawn
-    /// from its rounds, at most once a second.
-    private func runFamily(options: MonitorOptions) throws {
+    /// The processes, families or unit, watched by the service's engine (`HostAgent`) as
+    /// `stallagent --pid`/`--unit` watch them: it attaches to new processes as they appear and
+    /// sleeps while every thread sleeps; the screen is drawn from its rounds, at most once a
+    /// second.
+    private func runOnEngine(options: MonitorOptions) throws {
         var configuration = AgentConfiguration()
         configuration.monitor = options
         if let unit {
@@ -128,7 +80,7 @@ struct Top: ParsableCommand {
             var seen = Set<Int32>()
             configuration.targets = pid.filter { seen.insert($0).inserted }.map {
                 var target = TargetSpec(selector: .pid($0), name: nil)
-                target.processes = .all
+                target.processes = followChildren ? .all : nil
                 return target
             }
         }
@@ -192,7 +144,6 @@ struct Top: ParsableCommand {
     /// One watched process and what the last refresh saw of it.
     final class Entry {
         var monitor: StallMonitor!
-        var lastMessage = ""
         /// No longer in the family's watch (exited, or left the unit).
         var gone = false
         var open: (reason: String, since: Double)?
