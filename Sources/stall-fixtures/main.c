@@ -63,6 +63,8 @@ static const struct mode modes[] = {
       "a supervisor: fork N idle workers, then one more every EVERY seconds, each announced as `forked pid=P mono=SECONDS`; waits in sigtimedwait; SIGTERM ends the workers, then itself" },
     { "probe-loop", run_probe_loop, 2, 2, 0, "PID SECONDS",
       "the bare floor of an idle watch: pread /proc/PID/task/PID/syscall every 10 ms for SECONDS, print cpu_seconds=" },
+    { "syscall-loop", run_syscall_loop, 2, 2, 0, "SECONDS WAITMS",
+      "an epoll loop: each turn waits up to WAITMS ms (0: never blocks), then 4000 getppid calls; prints syscalls= cpu_ns_per_call= (second half of the run)" },
     { "batch", run_batch, 0, 0, 0, "",
       "a test runner: 24 fast tests around sleepy_test (3 s sleep), spinning_test (3 s CPU) and deadlock_test (4 s lock-order deadlock); prints `test NAME` per test, `done`, exits 1" },
     { "thread-batch", run_thread_batch, 0, 0, 0, "",

@@ -47,6 +47,9 @@ struct Bench: ParsableCommand {
     @Flag(help: "Only the Python server figure (issue 26: aiohttp under ab -c 20, stops while healthy, stalls named).")
     var pythonServerOnly = false
 
+    @Flag(help: "Only the system-call cost figures (issue 23: getppid in a loop, unwatched vs watched by each loop-turn evidence vs a bystander).")
+    var syscallOnly = false
+
     @Flag(help: "Shorter runs.")
     var quick = false
 
@@ -80,6 +83,10 @@ struct Bench: ParsableCommand {
                     return
                 }
                 try pythonServer.run(quick: quick)
+                return
+            }
+            if syscallOnly {
+                try SyscallCostBenchmark(fixtures: fixturesURL, agentBinary: agentBinary).run(quick: quick)
                 return
             }
             if wrapperOnly {
@@ -127,6 +134,8 @@ struct Bench: ParsableCommand {
                 }
                 print("")
                 try ScaleBenchmark(fixtures: fixturesURL, agentBinary: agentBinary).run(quick: quick)
+                print("")
+                try SyscallCostBenchmark(fixtures: fixturesURL, agentBinary: agentBinary).run(quick: quick)
                 print("")
                 try ViewBenchmark(fixtures: fixturesURL, agentBinary: agentBinary).run(quick: quick)
             }

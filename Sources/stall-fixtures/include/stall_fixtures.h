@@ -73,6 +73,7 @@ int run_spawner(const struct fixture_args *args);
 int run_batch(const struct fixture_args *args);
 int run_thread_batch(const struct fixture_args *args);
 int run_probe_loop(const struct fixture_args *args);
+int run_syscall_loop(const struct fixture_args *args);
 
 /* ---- frames shared between modes -------------------------------------------- */
 

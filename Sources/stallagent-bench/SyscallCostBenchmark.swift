@@ -1,0 +1,100 @@
+import Foundation
+import StallMonitoring
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `stallagent-bench --syscall-only`: what the loop-turn evidence costs a system call (issue
+/// 23, "Syscall-heavy targets"). The kernel counters are perf events on the
+/// `syscalls:sys_enter_*` tracepoints; while any such event exists the kernel sends system
+/// calls through its slow path. A loop that waits in epoll_wait and then makes 4000 getppid
+/// calls per turn (`stall-fixtures syscall-loop`) reports the CPU nanoseconds of one call as it
+/// pays them; rounds alternate the modes so drift and warm-up fall on all of them:
+/// - unwatched;
+/// - watched, kernel counter (the default where permitted), stack rule;
+/// - a bystander: unwatched while the agent watches *another* loop with the kernel counter, and
+///   the same with the stack rule (no tracepoint: what the other loop and agent cost alone).
+/// Each for a loop that never blocks (WAITMS 0: a saturated server) and one that waits 1 ms a
+/// turn (a busy but healthy one).
+struct SyscallCostBenchmark {
+    let fixtures: URL
+    let agentBinary: URL
+
+    struct Mode {
+        let name: String
+        let watch: [String]?
+        let bystander: Bool
+    }
+
+    static let modes = [
+        Mode(name: "unwatched", watch: nil, bystander: false),
+        Mode(name: "kernel counter", watch: ["--loop-turns", "kernel-counter"], bystander: false),
+        Mode(name: "stack rule", watch: ["--loop-turns", "stack-rule"], bystander: false),
+        Mode(name: "bystander", watch: ["--loop-turns", "kernel-counter"], bystander: true),
+        // The same other loop and agent, without tracepoints: what sharing the machine costs.
+        Mode(name: "bystander, stack rule", watch: ["--loop-turns", "stack-rule"], bystander: true),
+    ]
+
+    func run(quick: Bool) throws {
+        let rounds = quick ? 3 : 9
+        let seconds = quick ? 2 : 3
+        print("system-call cost (stall-fixtures syscall-loop: getppid ×4000 a turn), \(rounds) rounds of \(seconds) s, modes alternating")
+        for waitMs in [0, 1] {
+            var perCall: [String: [Double]] = [:]
+            for round in 0..<rounds {
+                for offset in 0..<Self.modes.count {
+                    let mode = Self.modes[(round + offset) % Self.modes.count]
+                    if let value = try measure(mode, waitMs: waitMs, seconds: seconds) { perCall[mode.name, default: []].append(value) }
+                }
+            }
+            print("  loop waiting \(waitMs) ms a turn\(waitMs == 0 ? " (never blocks: saturated)" : ""):")
+            let base = (perCall["unwatched"] ?? []).sorted()
+            let baseMedian = Percentiles(base).p50
+            for mode in Self.modes {
+                let values = (perCall[mode.name] ?? []).sorted()
+                let interval = WrapperBenchmark.medianInterval(values)
+                var line =
+                    "    " + mode.name.padding(toLength: 22, withPad: " ", startingAt: 0)
+                    + String(
+                        format: "ns per call median %.1f (90 %% CI %.1f–%.1f, n=%d)", Percentiles(values).p50, interval.low, interval.high,
+                        values.count)
+                if mode.watch != nil, baseMedian > 0 {
+                    line += String(format: "  → %+.1f ns, %.3f×", Percentiles(values).p50 - baseMedian, Percentiles(values).p50 / baseMedian)
+                }
+                print(line)
+            }
+        }
+        print("  goal (issue 23): the watched loop's loss within noise; a bystander pays nothing")
+    }
+
+    /// One run of the loop under `mode`; its CPU ns per call.
+    private func measure(_ mode: Mode, waitMs: Int, seconds: Int) throws -> Double? {
+        // The bystander's agent watches a saturated loop of its own, started first.
+        var other: BenchmarkFixture?
+        if mode.bystander {
+            other = try BenchmarkFixture(fixtures, ["loop", "--script", "saturate:\(seconds + 3)", "--gap", "0.1", "--exit-when-done"])
+        }
+        defer { _ = try? other?.finish() }
+        let target = try BenchmarkFixture(fixtures, ["syscall-loop", "\(seconds)", "\(waitMs)"])
+        defer { _ = try? target.finish() }
+        var agent: Process?
+        if let watch = mode.watch {
+            let process = Process()
+            process.executableURL = agentBinary
+            let dir = FileManager.default.temporaryDirectory.appendingPathComponent("sbench-\(UUID().uuidString)").path
+            process.arguments = ["--pid", "\(other?.pid ?? target.pid)", "--report-dir", dir, "--quiet", "--duration", "\(seconds + 2)s"] + watch
+            process.standardError = FileHandle.nullDevice
+            try process.run()
+            agent = process
+        }
+        defer {
+            if let agent {
+                agent.interrupt()
+                agent.waitUntilExit()
+            }
+        }
+        guard let line = target.waitForLine(prefix: "syscalls=", timeout: Double(seconds) + 15) else { return nil }
+        return MonitorBenchmark.field(line, "cpu_ns_per_call")
+    }
+}
