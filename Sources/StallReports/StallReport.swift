@@ -193,7 +193,9 @@ public struct StallReport: Codable, Sendable {
         }
         guard culprit.isPython || culprit.inApp == true, !Self.isTestFunction(culprit.function),
             let frames = heaviestStack?.frames, let index = frames.firstIndex(of: culprit),
-            let test = frames[index...].first(where: { sameKind($0) && Self.isTestFunction($0.function) })?.function
+            // The test is the application's own: hypothesis's `ConjectureRunner.test_function`
+            // (site-packages) is named like one and runs every example of a test.
+            let test = frames[index...].first(where: { sameKind($0) && $0.inApp != false && Self.isTestFunction($0.function) })?.function
         else { return name }
         return "\(test) → \(name)"
     }

@@ -136,6 +136,21 @@ import Testing
         }
     }
 
+    /// Hypothesis runs every example of a test through its own `ConjectureRunner.test_function`
+    /// (site-packages): named like a test, it is not the test (attrs' suite: six stalls read
+    /// `ConjectureRunner.test_function → simple_classes`).
+    @Test func aLibraryFunctionNamedLikeATestIsNotTheTest() {
+        var frames = [
+            Self.python("simple_classes", "/src/attrs/tests/strategies.py"),
+            Self.python("ConjectureRunner.test_function", "/venv/lib/python3.11/site-packages/hypothesis/internal/conjecture/engine.py"),
+            Self.python("accept.<locals>.test_recurse_property", "/src/attrs/tests/test_funcs.py"),
+        ]
+        for index in frames.indices { frames[index].inApp = AppFrameRule().isApp(frames[index]) }
+        var report = StallReport(snapshot: ReportFixtures.hangEnded(), context: ReportFixtures.context())
+        report.heaviestStack = ReportHeaviestStack(samples: 3, totalSamples: 3, frames: frames)
+        #expect(report.culpritName == "accept.<locals>.test_recurse_property → simple_classes")
+    }
+
     /// A Rust test that spent its time in a helper is named by both, as a Python one is.
     @Test func aNativeTestAboveItsHelperIsNamedByBoth() {
         let binary = "slowtests"
