@@ -31,7 +31,8 @@ public enum RunExitCode {
     /// Stalls were found and `--on-stall fail` was given (the command itself succeeded).
     public static let stallsFound: Int32 = 86
     /// The command succeeded but its own process could not be watched (a setuid or
-    /// file-capability program the agent's user may not trace): nothing was watched.
+    /// file-capability program the agent's user may not trace, or a Go program): nothing was
+    /// watched.
     public static let notWatched: Int32 = 87
     public static let timedOut: Int32 = 124
     public static let agentError: Int32 = 125
