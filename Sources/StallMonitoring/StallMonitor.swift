@@ -63,6 +63,8 @@ public final class StallMonitor {
     /// runner joining test after test from one call site waits on another futex each time, and
     /// matching them re-learnt the site from a new sample per test, 0.1 s late.
     private var workerWaitSite: (number: Int, sp: UInt64, pc: UInt64)?
+    /// Sleeps the agent on a thread settled in its wait (see the type).
+    private let wakeUp: WakeUpArming
     /// The worker whose samples the current episode took, and per stall the worker its report
     /// is about.
     private var episodeWorker: ReportThreadInfo?
@@ -183,6 +185,8 @@ public final class StallMonitor {
         inspector.perfSampling = options.perfSampling
         inspector.perfSamplePeriod = options.sampleInterval / 2
         probe = try ThreadProbeFiles(pid: inspector.pid, tid: inspector.pid)
+        let tid = inspector.pid
+        wakeUp = WakeUpArming(openWaker: { try LoopWaker(tid: tid) })
         worker = WorkerThreadFollower(target: inspector)
         if let limit = options.killAfter, let pidfd {
             killPolicy = KillPolicy(limit: limit, grace: options.killGrace, pid: inspector.pid, pidfd: pidfd, log: log)
@@ -291,7 +295,7 @@ public final class StallMonitor {
     @discardableResult
     public func step(at now: Double) -> Bool {
         guard !finished else { return false }
-        settledIn = nil
+        wakeUp.beginStep()
         let turned = turnTracker.readCounter()
         let wasNested = inNestedWait
         let (cpuBefore, runQueueBefore) = (observedCPUNanos, observedRunQueueNanos)
@@ -308,7 +312,7 @@ public final class StallMonitor {
         // Woken from its wait and busy now: the work began when the kernel saw it leave the
         // wait, not at this probe, which a loaded agent makes late (a 2 s pg_sleep in a backend
         // of PostgreSQL under pgbench was reported as 1.86 s).
-        if let left = leftWaitAt.take(), observation.activity.isBusy, !detector.isInEpisode,
+        if let left = wakeUp.takeLeftWait(), observation.activity.isBusy, !detector.isInEpisode,
             let last = loopHealth.lastObservation, last.activity == .idle, left > last.time, left < observation.time
         {
             handle(
@@ -538,9 +542,10 @@ public final class StallMonitor {
         return .busy
     }
 
-    private func noteParked(in syscall: ProcSyscallInfo?) {
+    private func noteParked(in syscall: ProcSyscallInfo) {
         let pid = inspector.pid
         parking.noteParked(in: syscall) { (try? ProcFS.readText("/proc/\(pid)/task/\(pid)/children", pid: pid)) ?? "" }
+        wakeUp.noteParked(in: syscall)
     }
 
     /// An on-demand capture (0xbaaaaaad): where the main thread is right now, busy or not —
@@ -575,8 +580,6 @@ public final class StallMonitor {
     // MARK: Probing
 
     private func observe(at now: Double, turned: Bool) -> ThreadObservation {
-        let previousParked = lastParked
-        lastParked = nil
         let syscall = probe.syscall()
         probedSyscallNumber = syscall?.syscallNumber
         let waitVerdict = syscall.flatMap { waitSiteVerdict($0, turned: turned) }
@@ -642,10 +645,8 @@ public final class StallMonitor {
             activity = .stopped
         }
         if activity == .idle, let parkedIn {
-            noteParked(in: parkedIn)
-            lastParked = parkedIn
             // Parked in the very same call at two probes in a row: settled (see `armWakeUp`).
-            if parkedIn == previousParked { settledIn = parkedIn }
+            noteParked(in: parkedIn)
         }
         followedWorker = nil
         // Not before the runner's frames are learnt from the main thread's own first sample:
@@ -714,47 +715,17 @@ public final class StallMonitor {
     /// Home or nested, for a thread in one of the idle-set waits (nil for anything else).
     private func waitSiteVerdict(_ syscall: ProcSyscallInfo, turned: Bool) -> HomeWaitTracker.Verdict? {
         let look = waitSites.look(at: syscall, turned: turned, evidence: loopTurnEvidence, in: self)
-        if look.unchanged { settledIn = syscall }
+        if look.unchanged { wakeUp.noteUnchangedWait(syscall) }
         if look.learnedLoopFrames { detector.setLoopFrames(waitSites.loopFrames) }
         return look.verdict
     }
 
-    /// The call the latest probe found the thread parked in (idle, though not in a loop's
-    /// wait): a supervisor's sigsuspend, a parent's wait4 in a watched family.
-    private var lastParked: ProcSyscallInfo?
-    /// The call this step and the one before found the thread in: the same home wait with no
-    /// turn between, or the same parking call. What `armWakeUp` sleeps the thread on.
-    private var settledIn: ProcSyscallInfo?
-    private var waker: LoopWaker?
-    private var wakerRefused = false
-
     /// Arms a wake-up for the moment the thread leaves its wait and returns the descriptor to
-    /// poll, when the last step found it settled there and the kernel offers the event; nil
-    /// means keep probing. Settled: in the same home wait twice with no turn counted and no
-    /// episode open, or parked (a supervisor in sigsuspend, a family's parent in wait4) in the
-    /// very same call twice. The thread may have left between that step and the arming: the
-    /// syscall file (and the turn count, when counted) is read once more, armed, so a wait
-    /// that ended in between is never slept through. Without a counter, a wait left and
-    /// re-entered identically between the two reads (microseconds apart) goes unseen: a turn
-    /// that short is no stall.
+    /// poll; nil means keep probing (see `WakeUpArming.arm`).
     public func armWakeUp() -> Int32? {
-        guard !finished, !detector.isInEpisode, !wakerRefused, identityChecked else { return nil }
-        guard let expected = settledIn else { return nil }
-        if waker == nil {
-            do {
-                waker = try LoopWaker(tid: inspector.pid)
-            } catch {
-                wakerRefused = true
-                return nil
-            }
-        }
-        guard let waker, waker.arm() else { return nil }
-        let countUnchanged = turnTracker.counterUnchanged()
-        guard probe.syscall() == expected, countUnchanged else {
-            waker.disarm()
-            return nil
-        }
-        return waker.fd
+        wakeUp.arm(
+            eligible: !finished && !detector.isInEpisode && identityChecked,
+            counterUnchanged: { turnTracker.counterUnchanged() }, syscall: { probe.syscall() })
     }
 
     /// Time asleep in the wait counts as idle up to `now`, so metrics and the summary need no
@@ -766,12 +737,8 @@ public final class StallMonitor {
 
     /// Disarms what `armWakeUp` armed; the next step probes as usual.
     public func disarmWakeUp() {
-        leftWaitAt = waker?.firstExit()
-        waker?.disarm()
+        wakeUp.disarm()
     }
-
-    /// When the kernel saw the thread leave its wait while the agent slept (see `step`).
-    private var leftWaitAt: Double?
 
     // MARK: Sampling
 
