@@ -89,31 +89,10 @@ public final class StallMonitor {
     private lazy var parking = ParkingClassifier(firstWaitIsParking: options.firstWaitIsParking)
     /// True while the latest probe found the thread in a wait nested inside work.
     private var inNestedWait = false
-    /// The latest ptrace sample found the thread inside file I/O (write(2) to a regular file,
-    /// fsync): a running thread then counts as in I/O, since /proc shows only "running" while
-    /// a write copies into the page cache.
-    private var ioHint = false
-    /// The blocked call in which the latest sample found a lock-acquiring function (a
-    /// semaphore-based lock such as Python's waits in a plain futex wait that /proc cannot
-    /// tell from any other): while the thread stays in that very call, it waits on a lock.
-    private var lockHintSyscall: ProcSyscallInfo?
-    /// Functions that acquire a lock by waiting in a futex /proc does not show as a mutex's.
-    static let lockAcquireFrames = [
-        "PyThread_acquire_lock*", "sem_wait*", "sem_timedwait*", "sem_clockwait*", "__new_sem_wait*",
-        "pthread_rwlock_*lock*", "pthread_mutex_*lock*", "__lll_lock_wait*",
-    ]
-    /// Python functions that wait for another thread or process through a lock of their own:
-    /// a join, a condition or event, a queue, a future. Blocked (waiting on someone), not
-    /// lock contention (issue 25: a `Thread.join` read as a deadlock).
-    static let waitForAnotherFrames = [
-        "*Thread.join", "*Thread._wait_for_tstate_lock", "*Condition.wait", "*Condition.wait_for", "*Event.wait",
-        "*Barrier.wait", "*Queue.get", "*Queue.join", "*Future.result", "*Future.exception", "*Popen.wait",
-        "*Popen._wait", "*Popen.communicate", "*Pool.join", "*AsyncResult.wait", "*AsyncResult.get",
-    ]
-
-    /// The same waits written in C: `queue.SimpleQueue.get`, the call gunicorn 27's arbiter
-    /// idles in (`SimpleQueue.get(timeout=1.0)` for its signals), has no Python frame of its own.
-    static let waitForAnotherNativeFrames = ["_queue_SimpleQueue_get*"]
+    /// A running thread the latest sample found in file I/O counts as in I/O (see the type).
+    private var ioHint = IOHint()
+    /// A futex wait the latest sample found under a lock-acquiring frame (see the type).
+    private var lockHint = LockHint()
 
     /// Native code joining or waiting for another thread: pthread's join, Rust's `JoinHandle`,
     /// thread parking and channel receives (libtest's main thread waits on a channel while a
@@ -130,19 +109,6 @@ public final class StallMonitor {
     static func waitsForAnotherThread(_ frames: [SampledFrame]) -> Bool {
         guard !frames.contains(where: \.isInterpreted) else { return false }
         return frames.contains { frame in waitForThreadFrames.contains { GlobPattern.matches($0, frame.function) } }
-    }
-
-    /// True when the innermost interpreted frame is one of `waitForAnotherFrames`, or the native
-    /// frames running it are one of `waitForAnotherNativeFrames`: the lock the thread waits in
-    /// is the join's or the queue's, not one that work contends for.
-    static func waitsForAnother(_ frames: [SampledFrame]) -> Bool {
-        guard let index = frames.firstIndex(where: \.isInterpreted) else { return false }
-        if frames[..<index].contains(where: { frame in
-            waitForAnotherNativeFrames.contains { GlobPattern.matches($0, frame.function) }
-        }) {
-            return true
-        }
-        return waitForAnotherFrames.contains { GlobPattern.matches($0, frames[index].function) }
     }
 
     // The last classification and the /proc state it was made for.
@@ -331,7 +297,7 @@ public final class StallMonitor {
         {
             detector.useLoopTurnEvidence(.kernelCounter)
         }
-        if !observation.activity.isBusy { ioHint = false }
+        if !observation.activity.isBusy { ioHint.clear() }
         // On for a whole busy episode (a thread that blocks now and then would otherwise turn
         // it off and on every probe); batch processes are sampled by ptrace, as few as they are.
         inspector.setPerfSampling(tid: inspector.pid, busy: detector.isInEpisode && detector.phase != .batch)
@@ -466,7 +432,7 @@ public final class StallMonitor {
         parking.reset()
         detector.setLoopFrames([])
         lastClassification = nil
-        ioHint = false
+        ioHint.clear()
     }
 
     /// With the loop probe, episode edges are the loop's own: a busy episode ends at the first
@@ -626,9 +592,9 @@ public final class StallMonitor {
         } else if parkedNow {
             activity = .idle
             parkedIn = syscall
-        } else if activity == .running, ioHint {
+        } else if activity == .running, ioHint.inFileIO {
             activity = .ioWait
-        } else if activity == .blockedCall, let hint = lockHintSyscall, syscall == hint {
+        } else if activity == .blockedCall, lockHint.holds(in: syscall) {
             activity = .lockWait
         }
         if activity == .idle, !options.busyFramePatterns.isEmpty, let syscall,
@@ -747,15 +713,11 @@ public final class StallMonitor {
         if inspector.awaitsPerfSample(tid: inspector.pid, running: probe.lastSyscall == .running, cpuNanos: lastCPUNanos) {
             return
         }
-        // A running thread in the first half of the threshold is sampled only without a stop
-        // (docs/architecture.md, "Stops only past half the threshold"): most busy stretches of
-        // a healthy server end long before, and a stop then costs the loop for nothing. Past
-        // half the threshold the stretch may be a stall, and its stack is worth the stop.
+        // In the first half of the threshold, only without a stop (see `CapturePolicy`).
         var stopFree: (snapshot: ThreadSnapshot, stack: UnwoundStack)?
-        // Not in a batch run (a test suite): its episodes are whole tests, named by their
-        // samples, and taken by ptrace anyway (`setPerfSampling` above).
-        if let age = detector.episodeAge, let phase = detector.episodePhase, phase != .batch,
-            age < detector.configuration.threshold(for: phase) / 2
+        if CapturePolicy.withoutStop(
+            episodeAge: detector.episodeAge, phase: detector.episodePhase,
+            threshold: { detector.configuration.threshold(for: $0) })
         {
             // Running: the kernel's sample. Blocked: the copy made while it sleeps, which a
             // short call under load often leaves before the copy is done.
@@ -786,11 +748,9 @@ public final class StallMonitor {
                 handle(detector.noteLoopTurn(at: now))
                 return
             }
-            if let (number, firstArgument) = snapshot.interruptedSyscall {
-                ioHint = isFileIO(syscall: number, fd: firstArgument)
-            } else if snapshot.method == .ptraceStop {
-                ioHint = false
-            }
+            ioHint.learn(
+                interruptedSyscall: snapshot.interruptedSyscall, stopped: snapshot.method == .ptraceStop,
+                fileKind: { inspector.fileKind($0) })
             if snapshot.method == .ptraceStop {
                 captureStatistics.recordStop(pauseNanos: snapshot.pauseNanos)
                 summary.capturesWithStop += 1
@@ -814,15 +774,7 @@ public final class StallMonitor {
                     workerWaitSite = (number, sp, pc)
                 }
             }
-            lockHintSyscall = nil
-            if activity == .blockedCall || activity == .lockWait, let info = snapshot.syscall, info.syscallNumber == 202,
-                sampled.contains(where: { frame in
-                    StallMonitor.lockAcquireFrames.contains { GlobPattern.matches($0, frame.function) }
-                }),
-                !StallMonitor.waitsForAnother(sampled)
-            {
-                lockHintSyscall = info
-            }
+            lockHint.learn(activity: activity, syscall: snapshot.syscall, frames: sampled)
             handle(
                 detector.record(
                     StackSample(
@@ -848,12 +800,6 @@ public final class StallMonitor {
             captureStatistics.recordFailure()
             handle(detector.record(StackSample(time: now, activity: activity, frames: [])))
         }
-    }
-
-    private func isFileIO(syscall number: Int, fd: UInt64) -> Bool {
-        if ThreadStateClassifier.fsyncLike.contains(number) { return true }
-        guard ThreadStateClassifier.fileIO.contains(number), fd < 1 << 31 else { return false }
-        return inspector.fileKind(Int(fd))?.hasPrefix("/") ?? false
     }
 
     /// What detection keeps of a frame; an unnamed frame is "module+0xOFFSET".
