@@ -53,22 +53,10 @@ public final class StallMonitor {
     private var lastFedTime = -Double.infinity
     private var lastCPUNanos: UInt64 = 0
     private var lastRunQueueNanos: UInt64 = 0
-    /// The thread a batch process's main thread waits for, watched in its stead.
-    private let worker: WorkerThreadFollower
-    /// The worker the latest probe watched instead of the main thread (nil: the main thread).
-    private var followedWorker: WorkerThreadFollower.Probe?
-    /// Where (system call, stack pointer, program counter) the latest sample of the main thread
-    /// found it joining or waiting for another thread (`waitForThreadFrames`): while it waits
-    /// there, the thread it waits for is watched in its stead. Not the call's arguments: a
-    /// runner joining test after test from one call site waits on another futex each time, and
-    /// matching them re-learnt the site from a new sample per test, 0.1 s late.
-    private var workerWaitSite: (number: Int, sp: UInt64, pc: UInt64)?
+    /// In a batch process, the thread the main thread waits for, watched in its stead.
+    private let workers: WorkerDelegation
     /// Sleeps the agent on a thread settled in its wait (see the type).
     private let wakeUp: WakeUpArming
-    /// The worker whose samples the current episode took, and per stall the worker its report
-    /// is about.
-    private var episodeWorker: ReportThreadInfo?
-    private var stallWorkers: [Int: ReportThreadInfo] = [:]
 
     private let turnTracker: LoopTurnTracker
     /// The evidence loop turns are counted by (see `LoopTurnTracker`), and why it is not a better one.
@@ -93,23 +81,6 @@ public final class StallMonitor {
     private var ioHint = IOHint()
     /// A futex wait the latest sample found under a lock-acquiring frame (see the type).
     private var lockHint = LockHint()
-
-    /// Native code joining or waiting for another thread: pthread's join, Rust's `JoinHandle`,
-    /// thread parking and channel receives (libtest's main thread waits on a channel while a
-    /// test runs in a thread of its own). A mutex or a condition variable is not: the thread
-    /// waited for is not known.
-    static let waitForThreadFrames = [
-        "pthread_join*", "__pthread_clockjoin*", "__pthread_timedjoin*", "*JoinHandle*::join*", "*JoinInner*::join*",
-        "<std::thread::Thread>::park*", "std::thread::park*", "std::thread::Thread::park*", "*mpsc*::recv*",
-        "*mpmc*::recv*",
-    ]
-
-    /// True for a stack of machine code only (an interpreter's thread waits are its own, see
-    /// `waitsForAnother`) with a frame of `waitForThreadFrames`.
-    static func waitsForAnotherThread(_ frames: [SampledFrame]) -> Bool {
-        guard !frames.contains(where: \.isInterpreted) else { return false }
-        return frames.contains { frame in waitForThreadFrames.contains { GlobPattern.matches($0, frame.function) } }
-    }
 
     // The last classification and the /proc state it was made for.
     private var lastClassification: (state: Character, syscall: ProcSyscallInfo?, activity: ThreadActivity)?
@@ -153,7 +124,7 @@ public final class StallMonitor {
         probe = try ThreadProbeFiles(pid: inspector.pid, tid: inspector.pid)
         let tid = inspector.pid
         wakeUp = WakeUpArming(openWaker: { try LoopWaker(tid: tid) })
-        worker = WorkerThreadFollower(target: inspector)
+        workers = WorkerDelegation(follower: WorkerThreadFollower(target: inspector))
         if let limit = options.killAfter, let pidfd {
             killPolicy = KillPolicy(limit: limit, grace: options.killGrace, pid: inspector.pid, pidfd: pidfd, log: log)
         }
@@ -425,8 +396,7 @@ public final class StallMonitor {
                 "stallagent: \(before.terminalSafe) [\(inspector.pid)] exec'd \((identity.process.path ?? identity.process.name).terminalSafe); reports now name it \(identity.process.name.terminalSafe)"
             )
         }
-        worker.forget()
-        workerWaitSite = nil
+        workers.forget()
         sampleSymbolizer.reset()
         waitSites.reset()
         parking.reset()
@@ -554,7 +524,7 @@ public final class StallMonitor {
         // schedstat add nothing (a stopped thread in epoll_wait is "no stall" either way), and
         // skipping them halves the cost of an idle watch.
         if waitVerdict == .home, !detector.isInEpisode, !waitSites.waitSiteIsNew {
-            followedWorker = nil
+            workers.watchMainThread()
             return ThreadObservation(time: now, activity: .idle, cpuNanos: observedCPUNanos, runQueueNanos: observedRunQueueNanos)
         }
         guard let stat = probe.stat() else {
@@ -614,18 +584,14 @@ public final class StallMonitor {
             // Parked in the very same call at two probes in a row: settled (see `armWakeUp`).
             noteParked(in: parkedIn)
         }
-        followedWorker = nil
         // Not before the runner's frames are learnt from the main thread's own first sample:
         // a test's frames taken for the runner's are never a stall.
-        if detector.phase == .batch, detector.knowsRunnerFrames, let site = workerWaitSite, let syscall,
-            syscall.syscallNumber == site.number, syscall.stackPointer == site.sp, syscall.programCounter == site.pc,
-            activity == .blockedCall || activity == .lockWait, let seen = worker.look(at: now)
+        if let seen = workers.follow(
+            at: now, batch: detector.phase == .batch, knowsRunnerFrames: detector.knowsRunnerFrames, syscall: syscall,
+            activity: activity)
         {
             let inspector = self.inspector
             activity = classifier.classify(state: seen.stat.state, syscall: seen.syscall, fileKind: { inspector.fileKind($0) }).activity
-            followedWorker = seen.probe
-        } else if detector.phase == .batch {
-            worker.forget()
         }
         resetEpisodeStatisticsIfNeeded()
         lastCPUNanos = sched?.cpuNanos ?? lastCPUNanos
@@ -636,8 +602,8 @@ public final class StallMonitor {
 
     /// The main thread's CPU and run-queue time, plus the followed workers' (see
     /// `WorkerThreadFollower`): one count that only grows.
-    private var observedCPUNanos: UInt64 { lastCPUNanos &+ worker.cpuNanos }
-    private var observedRunQueueNanos: UInt64 { lastRunQueueNanos &+ worker.runQueueNanos }
+    private var observedCPUNanos: UInt64 { lastCPUNanos &+ workers.cpuNanos }
+    private var observedRunQueueNanos: UInt64 { lastRunQueueNanos &+ workers.runQueueNanos }
 
     /// The thread's activity. A thread still in the very same call (identical /proc syscall
     /// line and state) is not classified again: that would re-read its fd link and, with
@@ -733,9 +699,9 @@ public final class StallMonitor {
         }
         summary.samples += 1
         // The thread the main thread waits for, when it is the one watched (batch only).
-        let sampledWorker = followedWorker as? ThreadProbeFiles
+        let sampledWorker = workers.followed as? ThreadProbeFiles
         if let sampledWorker {
-            episodeWorker = ReportThreadInfo(tid: sampledWorker.tid, name: inspector.threadName(sampledWorker.tid) ?? "?")
+            workers.noteSampled(tid: sampledWorker.tid, name: inspector.threadName(sampledWorker.tid) ?? "?")
         }
         do {
             let (snapshot, stack) =
@@ -767,12 +733,7 @@ public final class StallMonitor {
                 for index in sampled.indices { sampled[index].cfa ^= tag }
             }
             if sampledWorker == nil {
-                workerWaitSite = nil
-                if detector.phase == .batch, Self.waitsForAnotherThread(sampled), let info = snapshot.syscall,
-                    let number = info.syscallNumber, let sp = info.stackPointer, let pc = info.programCounter
-                {
-                    workerWaitSite = (number, sp, pc)
-                }
+                workers.learnWaitSite(batch: detector.phase == .batch, frames: sampled, syscall: snapshot.syscall)
             }
             lockHint.learn(activity: activity, syscall: snapshot.syscall, frames: sampled)
             handle(
@@ -824,7 +785,7 @@ public final class StallMonitor {
         for event in events {
             switch event {
             case .stallStarted(let snapshot):
-                if let episodeWorker { stallWorkers[snapshot.id] = episodeWorker }
+                workers.stallStarted(snapshot.id)
                 let decision = fingerprints.record(
                     snapshot.fingerprint, wallTime: Date().timeIntervalSince1970,
                     minimumInterval: options.minimumReportInterval)
@@ -836,11 +797,11 @@ public final class StallMonitor {
                         .detected(
                             report: report, reportPath: decision.shouldWriteReport ? publisher.ledger.reportPaths[snapshot.id]?.text : nil,
                             message:
-                                "stall #\(snapshot.id) in \(inspector.name)[\(inspector.pid)] detected: \(stalledThread(snapshot.id)) \(StallLedger.describe(snapshot, report)) for \(Format.seconds(snapshot.duration)) so far"
+                                "stall #\(snapshot.id) in \(inspector.name)[\(inspector.pid)] detected: \(workers.stalledThread(snapshot.id)) \(StallLedger.describe(snapshot, report)) for \(Format.seconds(snapshot.duration)) so far"
                                 + (decision.shouldWriteReport ? "" : " (seen before: \(decision.occurrence)×)")))
                 } else if !options.quiet {
                     log(
-                        "stallagent: stall #\(snapshot.id) in \(inspector.name.terminalSafe)[\(inspector.pid)] detected: \(stalledThread(snapshot.id).terminalSafe) \(StallLedger.describe(snapshot, report)) for \(Format.seconds(snapshot.duration)) so far"
+                        "stallagent: stall #\(snapshot.id) in \(inspector.name.terminalSafe)[\(inspector.pid)] detected: \(workers.stalledThread(snapshot.id).terminalSafe) \(StallLedger.describe(snapshot, report)) for \(Format.seconds(snapshot.duration)) so far"
                             + (decision.shouldWriteReport ? "" : " (seen before: \(decision.occurrence)×)"))
                 }
             case .stallUpdated(let snapshot):
@@ -848,21 +809,14 @@ public final class StallMonitor {
                 write(snapshot)
             case .stallEnded(let snapshot):
                 record(snapshot, write(snapshot))
-                stallWorkers[snapshot.id] = nil
-                episodeWorker = nil
+                workers.stallEnded(snapshot.id)
             case .episodeEnded(let episode):
-                episodeWorker = nil
+                workers.episodeEnded()
                 loopHealth.noteTurn(episode.duration)
             case .launchPhaseEnded:
                 break
             }
         }
-    }
-
-    /// The thread a stall is about: the main thread, or the one it waits for.
-    private func stalledThread(_ id: Int) -> String {
-        guard let thread = stallWorkers[id] else { return "main thread" }
-        return "thread \(thread.name) [\(thread.tid)], which the main thread waits for,"
     }
 
     /// While the main thread waits on a lock, find the owner chain (and a deadlock) and the
@@ -892,7 +846,7 @@ public final class StallMonitor {
                 unavailable: $0.unavailable?.rawValue)
         }
         return StallReportContext(
-            process: identity.process, thread: stallWorkers[snapshot.id] ?? identity.thread, wallClockOffset: wallClockOffset,
+            process: identity.process, thread: workers.stallWorker(snapshot.id) ?? identity.thread, wallClockOffset: wallClockOffset,
             resolveFrame: { [unowned self] frame, index in self.sampleSymbolizer.resolve(frame, index: index, in: self.inspector) },
             binaryImages: images, lockOwner: publisher.ledger.lockOwners[snapshot.id],
             agent: captureStatistics.episodeStats(samples: snapshot.sampleCount, probeInterval: options.probeInterval),
