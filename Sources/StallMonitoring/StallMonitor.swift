@@ -181,14 +181,8 @@ public final class StallMonitor {
     /// init): its first busy stretch is dated from there.
     private var bornAgo: Double?
     private var bornAt: Double?
-    private var nextModuleCheck = 0.0
-    /// A module check ran since the watch began. Until then the thread is not put to sleep: a
-    /// process found between its fork and its exec may have had its new maps read while its
-    /// name was still the old one, and only that check (or the thread waking) renames it.
-    private var identityChecked = false
-    private var nextIdentitySettle = 0.0
-    /// When the maps are next re-read whatever stat says (see `step`).
-    private var nextMapsCheck = 0.0
+    /// When the identity is looked at again (see the type).
+    private var identityChecks = IdentityCheckSchedule()
     /// True once the target exited or `stop` was called.
     public private(set) var finished = false
 
@@ -225,7 +219,7 @@ public final class StallMonitor {
         startTime = now
         if let age = bornAgo.take() { bornAt = now - age }
         turnTracker.begin(at: now)
-        nextModuleCheck = now + 1
+        identityChecks.begin(at: now)
     }
 
     /// One probe and, when due, one sample. Returns false once the target is gone.
@@ -301,25 +295,18 @@ public final class StallMonitor {
             actOnIdentityChanges(at: now)
         }
         if detector.isStalled { checkKillAfter(at: now) }
-        if now >= nextModuleCheck {
-            // An exec or a rename shows in stat (a new name, a new stack base), read once a
-            // second; the maps, whose re-reading was a third of the agent's time over a busy
-            // family (pgbench -c 50: each backend's maps every second), only then, and every
-            // 30 s for a library loaded since (a capture that meets an address outside every
-            // known module re-reads them at once). refreshModules tells an exec (a new
-            // executable or mapping) from a rename (the same ones under a new name).
-            if now >= nextMapsCheck || statSaysIdentityMoved() {
+        if identityChecks.checkDue(at: now) {
+            // Stat once a second, the maps only when it moved or every 30 s (see
+            // `IdentityCheckSchedule`). refreshModules tells an exec (a new executable or
+            // mapping) from a rename (the same ones under a new name).
+            if identityChecks.mapsDue(at: now) || statSaysIdentityMoved() {
                 checkIdentity(at: now)
-                nextMapsCheck = now + 30
+                identityChecks.mapsChecked(at: now)
             }
-            nextModuleCheck = now + 1
-            identityChecked = true
+            identityChecks.didCheck(at: now)
             for notice in InflationBudget.shared.drainNotices() { log("stallagent: " + notice) }
         }
-        if identity.settleReadsLeft > 0, now >= nextIdentitySettle {
-            settleIdentity()
-            nextIdentitySettle = now + ProgramIdentity.settleSpacing
-        }
+        if identityChecks.settleDue(at: now, readsLeft: identity.settleReadsLeft) { settleIdentity() }
         if loopHealth.isDue(at: now) { recordLoopHealth(at: now) }
         if publisher.hasUnwrittenFinals { publisher.retryFinalReports(at: now, final: false) }
         return true
@@ -656,7 +643,7 @@ public final class StallMonitor {
     /// poll; nil means keep probing (see `WakeUpArming.arm`).
     public func armWakeUp() -> Int32? {
         wakeUp.arm(
-            eligible: !finished && !detector.isInEpisode && identityChecked,
+            eligible: !finished && !detector.isInEpisode && identityChecks.checked,
             counterUnchanged: { turnTracker.counterUnchanged() }, syscall: { probe.syscall() })
     }
 
