@@ -53,20 +53,10 @@ public final class StallMonitor {
     private var lastFedTime = -Double.infinity
     private var lastCPUNanos: UInt64 = 0
     private var lastRunQueueNanos: UInt64 = 0
-    /// The thread a batch process's main thread waits for, watched in its stead.
-    private let worker: WorkerThreadFollower
-    /// The worker the latest probe watched instead of the main thread (nil: the main thread).
-    private var followedWorker: WorkerThreadFollower.Probe?
-    /// Where (system call, stack pointer, program counter) the latest sample of the main thread
-    /// found it joining or waiting for another thread (`waitForThreadFrames`): while it waits
-    /// there, the thread it waits for is watched in its stead. Not the call's arguments: a
-    /// runner joining test after test from one call site waits on another futex each time, and
-    /// matching them re-learnt the site from a new sample per test, 0.1 s late.
-    private var workerWaitSite: (number: Int, sp: UInt64, pc: UInt64)?
-    /// The worker whose samples the current episode took, and per stall the worker its report
-    /// is about.
-    private var episodeWorker: ReportThreadInfo?
-    private var stallWorkers: [Int: ReportThreadInfo] = [:]
+    /// In a batch process, the thread the main thread waits for, watched in its stead.
+    private let workers: WorkerDelegation
+    /// Sleeps the agent on a thread settled in its wait (see the type).
+    private let wakeUp: WakeUpArming
 
     private let turnTracker: LoopTurnTracker
     /// The evidence loop turns are counted by (see `LoopTurnTracker`), and why it is not a better one.
@@ -87,61 +77,10 @@ public final class StallMonitor {
     private lazy var parking = ParkingClassifier(firstWaitIsParking: options.firstWaitIsParking)
     /// True while the latest probe found the thread in a wait nested inside work.
     private var inNestedWait = false
-    /// The latest ptrace sample found the thread inside file I/O (write(2) to a regular file,
-    /// fsync): a running thread then counts as in I/O, since /proc shows only "running" while
-    /// a write copies into the page cache.
-    private var ioHint = false
-    /// The blocked call in which the latest sample found a lock-acquiring function (a
-    /// semaphore-based lock such as Python's waits in a plain futex wait that /proc cannot
-    /// tell from any other): while the thread stays in that very call, it waits on a lock.
-    private var lockHintSyscall: ProcSyscallInfo?
-    /// Functions that acquire a lock by waiting in a futex /proc does not show as a mutex's.
-    static let lockAcquireFrames = [
-        "PyThread_acquire_lock*", "sem_wait*", "sem_timedwait*", "sem_clockwait*", "__new_sem_wait*",
-        "pthread_rwlock_*lock*", "pthread_mutex_*lock*", "__lll_lock_wait*",
-    ]
-    /// Python functions that wait for another thread or process through a lock of their own:
-    /// a join, a condition or event, a queue, a future. Blocked (waiting on someone), not
-    /// lock contention (issue 25: a `Thread.join` read as a deadlock).
-    static let waitForAnotherFrames = [
-        "*Thread.join", "*Thread._wait_for_tstate_lock", "*Condition.wait", "*Condition.wait_for", "*Event.wait",
-        "*Barrier.wait", "*Queue.get", "*Queue.join", "*Future.result", "*Future.exception", "*Popen.wait",
-        "*Popen._wait", "*Popen.communicate", "*Pool.join", "*AsyncResult.wait", "*AsyncResult.get",
-    ]
-
-    /// The same waits written in C: `queue.SimpleQueue.get`, the call gunicorn 27's arbiter
-    /// idles in (`SimpleQueue.get(timeout=1.0)` for its signals), has no Python frame of its own.
-    static let waitForAnotherNativeFrames = ["_queue_SimpleQueue_get*"]
-
-    /// Native code joining or waiting for another thread: pthread's join, Rust's `JoinHandle`,
-    /// thread parking and channel receives (libtest's main thread waits on a channel while a
-    /// test runs in a thread of its own). A mutex or a condition variable is not: the thread
-    /// waited for is not known.
-    static let waitForThreadFrames = [
-        "pthread_join*", "__pthread_clockjoin*", "__pthread_timedjoin*", "*JoinHandle*::join*", "*JoinInner*::join*",
-        "<std::thread::Thread>::park*", "std::thread::park*", "std::thread::Thread::park*", "*mpsc*::recv*",
-        "*mpmc*::recv*",
-    ]
-
-    /// True for a stack of machine code only (an interpreter's thread waits are its own, see
-    /// `waitsForAnother`) with a frame of `waitForThreadFrames`.
-    static func waitsForAnotherThread(_ frames: [SampledFrame]) -> Bool {
-        guard !frames.contains(where: \.isInterpreted) else { return false }
-        return frames.contains { frame in waitForThreadFrames.contains { GlobPattern.matches($0, frame.function) } }
-    }
-
-    /// True when the innermost interpreted frame is one of `waitForAnotherFrames`, or the native
-    /// frames running it are one of `waitForAnotherNativeFrames`: the lock the thread waits in
-    /// is the join's or the queue's, not one that work contends for.
-    static func waitsForAnother(_ frames: [SampledFrame]) -> Bool {
-        guard let index = frames.firstIndex(where: \.isInterpreted) else { return false }
-        if frames[..<index].contains(where: { frame in
-            waitForAnotherNativeFrames.contains { GlobPattern.matches($0, frame.function) }
-        }) {
-            return true
-        }
-        return waitForAnotherFrames.contains { GlobPattern.matches($0, frames[index].function) }
-    }
+    /// A running thread the latest sample found in file I/O counts as in I/O (see the type).
+    private var ioHint = IOHint()
+    /// A futex wait the latest sample found under a lock-acquiring frame (see the type).
+    private var lockHint = LockHint()
 
     // The last classification and the /proc state it was made for.
     private var lastClassification: (state: Character, syscall: ProcSyscallInfo?, activity: ThreadActivity)?
@@ -183,7 +122,9 @@ public final class StallMonitor {
         inspector.perfSampling = options.perfSampling
         inspector.perfSamplePeriod = options.sampleInterval / 2
         probe = try ThreadProbeFiles(pid: inspector.pid, tid: inspector.pid)
-        worker = WorkerThreadFollower(target: inspector)
+        let tid = inspector.pid
+        wakeUp = WakeUpArming(openWaker: { try LoopWaker(tid: tid) })
+        workers = WorkerDelegation(follower: WorkerThreadFollower(target: inspector))
         if let limit = options.killAfter, let pidfd {
             killPolicy = KillPolicy(limit: limit, grace: options.killGrace, pid: inspector.pid, pidfd: pidfd, log: log)
         }
@@ -240,14 +181,8 @@ public final class StallMonitor {
     /// init): its first busy stretch is dated from there.
     private var bornAgo: Double?
     private var bornAt: Double?
-    private var nextModuleCheck = 0.0
-    /// A module check ran since the watch began. Until then the thread is not put to sleep: a
-    /// process found between its fork and its exec may have had its new maps read while its
-    /// name was still the old one, and only that check (or the thread waking) renames it.
-    private var identityChecked = false
-    private var nextIdentitySettle = 0.0
-    /// When the maps are next re-read whatever stat says (see `step`).
-    private var nextMapsCheck = 0.0
+    /// When the identity is looked at again (see the type).
+    private var identityChecks = IdentityCheckSchedule()
     /// True once the target exited or `stop` was called.
     public private(set) var finished = false
 
@@ -284,14 +219,14 @@ public final class StallMonitor {
         startTime = now
         if let age = bornAgo.take() { bornAt = now - age }
         turnTracker.begin(at: now)
-        nextModuleCheck = now + 1
+        identityChecks.begin(at: now)
     }
 
     /// One probe and, when due, one sample. Returns false once the target is gone.
     @discardableResult
     public func step(at now: Double) -> Bool {
         guard !finished else { return false }
-        settledIn = nil
+        wakeUp.beginStep()
         let turned = turnTracker.readCounter()
         let wasNested = inNestedWait
         let (cpuBefore, runQueueBefore) = (observedCPUNanos, observedRunQueueNanos)
@@ -308,7 +243,7 @@ public final class StallMonitor {
         // Woken from its wait and busy now: the work began when the kernel saw it leave the
         // wait, not at this probe, which a loaded agent makes late (a 2 s pg_sleep in a backend
         // of PostgreSQL under pgbench was reported as 1.86 s).
-        if let left = leftWaitAt.take(), observation.activity.isBusy, !detector.isInEpisode,
+        if let left = wakeUp.takeLeftWait(), observation.activity.isBusy, !detector.isInEpisode,
             let last = loopHealth.lastObservation, last.activity == .idle, left > last.time, left < observation.time
         {
             handle(
@@ -327,7 +262,7 @@ public final class StallMonitor {
         {
             detector.useLoopTurnEvidence(.kernelCounter)
         }
-        if !observation.activity.isBusy { ioHint = false }
+        if !observation.activity.isBusy { ioHint.clear() }
         // On for a whole busy episode (a thread that blocks now and then would otherwise turn
         // it off and on every probe); batch processes are sampled by ptrace, as few as they are.
         inspector.setPerfSampling(tid: inspector.pid, busy: detector.isInEpisode && detector.phase != .batch)
@@ -360,25 +295,18 @@ public final class StallMonitor {
             actOnIdentityChanges(at: now)
         }
         if detector.isStalled { checkKillAfter(at: now) }
-        if now >= nextModuleCheck {
-            // An exec or a rename shows in stat (a new name, a new stack base), read once a
-            // second; the maps, whose re-reading was a third of the agent's time over a busy
-            // family (pgbench -c 50: each backend's maps every second), only then, and every
-            // 30 s for a library loaded since (a capture that meets an address outside every
-            // known module re-reads them at once). refreshModules tells an exec (a new
-            // executable or mapping) from a rename (the same ones under a new name).
-            if now >= nextMapsCheck || statSaysIdentityMoved() {
+        if identityChecks.checkDue(at: now) {
+            // Stat once a second, the maps only when it moved or every 30 s (see
+            // `IdentityCheckSchedule`). refreshModules tells an exec (a new executable or
+            // mapping) from a rename (the same ones under a new name).
+            if identityChecks.mapsDue(at: now) || statSaysIdentityMoved() {
                 checkIdentity(at: now)
-                nextMapsCheck = now + 30
+                identityChecks.mapsChecked(at: now)
             }
-            nextModuleCheck = now + 1
-            identityChecked = true
+            identityChecks.didCheck(at: now)
             for notice in InflationBudget.shared.drainNotices() { log("stallagent: " + notice) }
         }
-        if identity.settleReadsLeft > 0, now >= nextIdentitySettle {
-            settleIdentity()
-            nextIdentitySettle = now + ProgramIdentity.settleSpacing
-        }
+        if identityChecks.settleDue(at: now, readsLeft: identity.settleReadsLeft) { settleIdentity() }
         if loopHealth.isDue(at: now) { recordLoopHealth(at: now) }
         if publisher.hasUnwrittenFinals { publisher.retryFinalReports(at: now, final: false) }
         return true
@@ -455,14 +383,13 @@ public final class StallMonitor {
                 "stallagent: \(before.terminalSafe) [\(inspector.pid)] exec'd \((identity.process.path ?? identity.process.name).terminalSafe); reports now name it \(identity.process.name.terminalSafe)"
             )
         }
-        worker.forget()
-        workerWaitSite = nil
+        workers.forget()
         sampleSymbolizer.reset()
         waitSites.reset()
         parking.reset()
         detector.setLoopFrames([])
         lastClassification = nil
-        ioHint = false
+        ioHint.clear()
     }
 
     /// With the loop probe, episode edges are the loop's own: a busy episode ends at the first
@@ -538,9 +465,10 @@ public final class StallMonitor {
         return .busy
     }
 
-    private func noteParked(in syscall: ProcSyscallInfo?) {
+    private func noteParked(in syscall: ProcSyscallInfo) {
         let pid = inspector.pid
         parking.noteParked(in: syscall) { (try? ProcFS.readText("/proc/\(pid)/task/\(pid)/children", pid: pid)) ?? "" }
+        wakeUp.noteParked(in: syscall)
     }
 
     /// An on-demand capture (0xbaaaaaad): where the main thread is right now, busy or not —
@@ -575,8 +503,6 @@ public final class StallMonitor {
     // MARK: Probing
 
     private func observe(at now: Double, turned: Bool) -> ThreadObservation {
-        let previousParked = lastParked
-        lastParked = nil
         let syscall = probe.syscall()
         probedSyscallNumber = syscall?.syscallNumber
         let waitVerdict = syscall.flatMap { waitSiteVerdict($0, turned: turned) }
@@ -585,7 +511,7 @@ public final class StallMonitor {
         // schedstat add nothing (a stopped thread in epoll_wait is "no stall" either way), and
         // skipping them halves the cost of an idle watch.
         if waitVerdict == .home, !detector.isInEpisode, !waitSites.waitSiteIsNew {
-            followedWorker = nil
+            workers.watchMainThread()
             return ThreadObservation(time: now, activity: .idle, cpuNanos: observedCPUNanos, runQueueNanos: observedRunQueueNanos)
         }
         guard let stat = probe.stat() else {
@@ -623,9 +549,9 @@ public final class StallMonitor {
         } else if parkedNow {
             activity = .idle
             parkedIn = syscall
-        } else if activity == .running, ioHint {
+        } else if activity == .running, ioHint.inFileIO {
             activity = .ioWait
-        } else if activity == .blockedCall, let hint = lockHintSyscall, syscall == hint {
+        } else if activity == .blockedCall, lockHint.holds(in: syscall) {
             activity = .lockWait
         }
         if activity == .idle, !options.busyFramePatterns.isEmpty, let syscall,
@@ -642,23 +568,17 @@ public final class StallMonitor {
             activity = .stopped
         }
         if activity == .idle, let parkedIn {
-            noteParked(in: parkedIn)
-            lastParked = parkedIn
             // Parked in the very same call at two probes in a row: settled (see `armWakeUp`).
-            if parkedIn == previousParked { settledIn = parkedIn }
+            noteParked(in: parkedIn)
         }
-        followedWorker = nil
         // Not before the runner's frames are learnt from the main thread's own first sample:
         // a test's frames taken for the runner's are never a stall.
-        if detector.phase == .batch, detector.knowsRunnerFrames, let site = workerWaitSite, let syscall,
-            syscall.syscallNumber == site.number, syscall.stackPointer == site.sp, syscall.programCounter == site.pc,
-            activity == .blockedCall || activity == .lockWait, let seen = worker.look(at: now)
+        if let seen = workers.follow(
+            at: now, batch: detector.phase == .batch, knowsRunnerFrames: detector.knowsRunnerFrames, syscall: syscall,
+            activity: activity)
         {
             let inspector = self.inspector
             activity = classifier.classify(state: seen.stat.state, syscall: seen.syscall, fileKind: { inspector.fileKind($0) }).activity
-            followedWorker = seen.probe
-        } else if detector.phase == .batch {
-            worker.forget()
         }
         resetEpisodeStatisticsIfNeeded()
         lastCPUNanos = sched?.cpuNanos ?? lastCPUNanos
@@ -669,8 +589,8 @@ public final class StallMonitor {
 
     /// The main thread's CPU and run-queue time, plus the followed workers' (see
     /// `WorkerThreadFollower`): one count that only grows.
-    private var observedCPUNanos: UInt64 { lastCPUNanos &+ worker.cpuNanos }
-    private var observedRunQueueNanos: UInt64 { lastRunQueueNanos &+ worker.runQueueNanos }
+    private var observedCPUNanos: UInt64 { lastCPUNanos &+ workers.cpuNanos }
+    private var observedRunQueueNanos: UInt64 { lastRunQueueNanos &+ workers.runQueueNanos }
 
     /// The thread's activity. A thread still in the very same call (identical /proc syscall
     /// line and state) is not classified again: that would re-read its fd link and, with
@@ -714,47 +634,17 @@ public final class StallMonitor {
     /// Home or nested, for a thread in one of the idle-set waits (nil for anything else).
     private func waitSiteVerdict(_ syscall: ProcSyscallInfo, turned: Bool) -> HomeWaitTracker.Verdict? {
         let look = waitSites.look(at: syscall, turned: turned, evidence: loopTurnEvidence, in: self)
-        if look.unchanged { settledIn = syscall }
+        if look.unchanged { wakeUp.noteUnchangedWait(syscall) }
         if look.learnedLoopFrames { detector.setLoopFrames(waitSites.loopFrames) }
         return look.verdict
     }
 
-    /// The call the latest probe found the thread parked in (idle, though not in a loop's
-    /// wait): a supervisor's sigsuspend, a parent's wait4 in a watched family.
-    private var lastParked: ProcSyscallInfo?
-    /// The call this step and the one before found the thread in: the same home wait with no
-    /// turn between, or the same parking call. What `armWakeUp` sleeps the thread on.
-    private var settledIn: ProcSyscallInfo?
-    private var waker: LoopWaker?
-    private var wakerRefused = false
-
     /// Arms a wake-up for the moment the thread leaves its wait and returns the descriptor to
-    /// poll, when the last step found it settled there and the kernel offers the event; nil
-    /// means keep probing. Settled: in the same home wait twice with no turn counted and no
-    /// episode open, or parked (a supervisor in sigsuspend, a family's parent in wait4) in the
-    /// very same call twice. The thread may have left between that step and the arming: the
-    /// syscall file (and the turn count, when counted) is read once more, armed, so a wait
-    /// that ended in between is never slept through. Without a counter, a wait left and
-    /// re-entered identically between the two reads (microseconds apart) goes unseen: a turn
-    /// that short is no stall.
+    /// poll; nil means keep probing (see `WakeUpArming.arm`).
     public func armWakeUp() -> Int32? {
-        guard !finished, !detector.isInEpisode, !wakerRefused, identityChecked else { return nil }
-        guard let expected = settledIn else { return nil }
-        if waker == nil {
-            do {
-                waker = try LoopWaker(tid: inspector.pid)
-            } catch {
-                wakerRefused = true
-                return nil
-            }
-        }
-        guard let waker, waker.arm() else { return nil }
-        let countUnchanged = turnTracker.counterUnchanged()
-        guard probe.syscall() == expected, countUnchanged else {
-            waker.disarm()
-            return nil
-        }
-        return waker.fd
+        wakeUp.arm(
+            eligible: !finished && !detector.isInEpisode && identityChecks.checked,
+            counterUnchanged: { turnTracker.counterUnchanged() }, syscall: { probe.syscall() })
     }
 
     /// Time asleep in the wait counts as idle up to `now`, so metrics and the summary need no
@@ -766,12 +656,8 @@ public final class StallMonitor {
 
     /// Disarms what `armWakeUp` armed; the next step probes as usual.
     public func disarmWakeUp() {
-        leftWaitAt = waker?.firstExit()
-        waker?.disarm()
+        wakeUp.disarm()
     }
-
-    /// When the kernel saw the thread leave its wait while the agent slept (see `step`).
-    private var leftWaitAt: Double?
 
     // MARK: Sampling
 
@@ -780,15 +666,11 @@ public final class StallMonitor {
         if inspector.awaitsPerfSample(tid: inspector.pid, running: probe.lastSyscall == .running, cpuNanos: lastCPUNanos) {
             return
         }
-        // A running thread in the first half of the threshold is sampled only without a stop
-        // (docs/architecture.md, "Stops only past half the threshold"): most busy stretches of
-        // a healthy server end long before, and a stop then costs the loop for nothing. Past
-        // half the threshold the stretch may be a stall, and its stack is worth the stop.
+        // In the first half of the threshold, only without a stop (see `CapturePolicy`).
         var stopFree: (snapshot: ThreadSnapshot, stack: UnwoundStack)?
-        // Not in a batch run (a test suite): its episodes are whole tests, named by their
-        // samples, and taken by ptrace anyway (`setPerfSampling` above).
-        if let age = detector.episodeAge, let phase = detector.episodePhase, phase != .batch,
-            age < detector.configuration.threshold(for: phase) / 2
+        if CapturePolicy.withoutStop(
+            episodeAge: detector.episodeAge, phase: detector.episodePhase,
+            threshold: { detector.configuration.threshold(for: $0) })
         {
             // Running: the kernel's sample. Blocked: the copy made while it sleeps, which a
             // short call under load often leaves before the copy is done.
@@ -804,9 +686,9 @@ public final class StallMonitor {
         }
         summary.samples += 1
         // The thread the main thread waits for, when it is the one watched (batch only).
-        let sampledWorker = followedWorker as? ThreadProbeFiles
+        let sampledWorker = workers.followed as? ThreadProbeFiles
         if let sampledWorker {
-            episodeWorker = ReportThreadInfo(tid: sampledWorker.tid, name: inspector.threadName(sampledWorker.tid) ?? "?")
+            workers.noteSampled(tid: sampledWorker.tid, name: inspector.threadName(sampledWorker.tid) ?? "?")
         }
         do {
             let (snapshot, stack) =
@@ -819,11 +701,9 @@ public final class StallMonitor {
                 handle(detector.noteLoopTurn(at: now))
                 return
             }
-            if let (number, firstArgument) = snapshot.interruptedSyscall {
-                ioHint = isFileIO(syscall: number, fd: firstArgument)
-            } else if snapshot.method == .ptraceStop {
-                ioHint = false
-            }
+            ioHint.learn(
+                interruptedSyscall: snapshot.interruptedSyscall, stopped: snapshot.method == .ptraceStop,
+                fileKind: { inspector.fileKind($0) })
             if snapshot.method == .ptraceStop {
                 captureStatistics.recordStop(pauseNanos: snapshot.pauseNanos)
                 summary.capturesWithStop += 1
@@ -840,22 +720,9 @@ public final class StallMonitor {
                 for index in sampled.indices { sampled[index].cfa ^= tag }
             }
             if sampledWorker == nil {
-                workerWaitSite = nil
-                if detector.phase == .batch, Self.waitsForAnotherThread(sampled), let info = snapshot.syscall,
-                    let number = info.syscallNumber, let sp = info.stackPointer, let pc = info.programCounter
-                {
-                    workerWaitSite = (number, sp, pc)
-                }
+                workers.learnWaitSite(batch: detector.phase == .batch, frames: sampled, syscall: snapshot.syscall)
             }
-            lockHintSyscall = nil
-            if activity == .blockedCall || activity == .lockWait, let info = snapshot.syscall, info.syscallNumber == 202,
-                sampled.contains(where: { frame in
-                    StallMonitor.lockAcquireFrames.contains { GlobPattern.matches($0, frame.function) }
-                }),
-                !StallMonitor.waitsForAnother(sampled)
-            {
-                lockHintSyscall = info
-            }
+            lockHint.learn(activity: activity, syscall: snapshot.syscall, frames: sampled)
             handle(
                 detector.record(
                     StackSample(
@@ -883,12 +750,6 @@ public final class StallMonitor {
         }
     }
 
-    private func isFileIO(syscall number: Int, fd: UInt64) -> Bool {
-        if ThreadStateClassifier.fsyncLike.contains(number) { return true }
-        guard ThreadStateClassifier.fileIO.contains(number), fd < 1 << 31 else { return false }
-        return inspector.fileKind(Int(fd))?.hasPrefix("/") ?? false
-    }
-
     /// What detection keeps of a frame; an unnamed frame is "module+0xOFFSET".
     static func sampledFrame(_ frame: SymbolizedFrame, appFrames: AppFrameRule) -> SampledFrame {
         let isApp = appFrames.isApp(frame)
@@ -911,7 +772,7 @@ public final class StallMonitor {
         for event in events {
             switch event {
             case .stallStarted(let snapshot):
-                if let episodeWorker { stallWorkers[snapshot.id] = episodeWorker }
+                workers.stallStarted(snapshot.id)
                 let decision = fingerprints.record(
                     snapshot.fingerprint, wallTime: Date().timeIntervalSince1970,
                     minimumInterval: options.minimumReportInterval)
@@ -923,11 +784,11 @@ public final class StallMonitor {
                         .detected(
                             report: report, reportPath: decision.shouldWriteReport ? publisher.ledger.reportPaths[snapshot.id]?.text : nil,
                             message:
-                                "stall #\(snapshot.id) in \(inspector.name)[\(inspector.pid)] detected: \(stalledThread(snapshot.id)) \(StallLedger.describe(snapshot, report)) for \(Format.seconds(snapshot.duration)) so far"
+                                "stall #\(snapshot.id) in \(inspector.name)[\(inspector.pid)] detected: \(workers.stalledThread(snapshot.id)) \(StallLedger.describe(snapshot, report)) for \(Format.seconds(snapshot.duration)) so far"
                                 + (decision.shouldWriteReport ? "" : " (seen before: \(decision.occurrence)×)")))
                 } else if !options.quiet {
                     log(
-                        "stallagent: stall #\(snapshot.id) in \(inspector.name.terminalSafe)[\(inspector.pid)] detected: \(stalledThread(snapshot.id).terminalSafe) \(StallLedger.describe(snapshot, report)) for \(Format.seconds(snapshot.duration)) so far"
+                        "stallagent: stall #\(snapshot.id) in \(inspector.name.terminalSafe)[\(inspector.pid)] detected: \(workers.stalledThread(snapshot.id).terminalSafe) \(StallLedger.describe(snapshot, report)) for \(Format.seconds(snapshot.duration)) so far"
                             + (decision.shouldWriteReport ? "" : " (seen before: \(decision.occurrence)×)"))
                 }
             case .stallUpdated(let snapshot):
@@ -935,21 +796,14 @@ public final class StallMonitor {
                 write(snapshot)
             case .stallEnded(let snapshot):
                 record(snapshot, write(snapshot))
-                stallWorkers[snapshot.id] = nil
-                episodeWorker = nil
+                workers.stallEnded(snapshot.id)
             case .episodeEnded(let episode):
-                episodeWorker = nil
+                workers.episodeEnded()
                 loopHealth.noteTurn(episode.duration)
             case .launchPhaseEnded:
                 break
             }
         }
-    }
-
-    /// The thread a stall is about: the main thread, or the one it waits for.
-    private func stalledThread(_ id: Int) -> String {
-        guard let thread = stallWorkers[id] else { return "main thread" }
-        return "thread \(thread.name) [\(thread.tid)], which the main thread waits for,"
     }
 
     /// While the main thread waits on a lock, find the owner chain (and a deadlock) and the
@@ -979,7 +833,7 @@ public final class StallMonitor {
                 unavailable: $0.unavailable?.rawValue)
         }
         return StallReportContext(
-            process: identity.process, thread: stallWorkers[snapshot.id] ?? identity.thread, wallClockOffset: wallClockOffset,
+            process: identity.process, thread: workers.stallWorker(snapshot.id) ?? identity.thread, wallClockOffset: wallClockOffset,
             resolveFrame: { [unowned self] frame, index in self.sampleSymbolizer.resolve(frame, index: index, in: self.inspector) },
             binaryImages: images, lockOwner: publisher.ledger.lockOwners[snapshot.id],
             agent: captureStatistics.episodeStats(samples: snapshot.sampleCount, probeInterval: options.probeInterval),

@@ -106,15 +106,15 @@ import StallProc
             ("_queue_SimpleQueue_get_impl", false), ("_queue_SimpleQueue_get", false), ("Arbiter.wait_for_signals", true),
             ("Arbiter.run", true),
         ])
-        #expect(StallMonitor.waitsForAnother(arbiter))
+        #expect(LockHint.waitsForAnother(arbiter))
         let join = Self.frames([("PyThread_acquire_lock_timed", false), ("Thread._wait_for_tstate_lock", true), ("main", true)])
-        #expect(StallMonitor.waitsForAnother(join))
+        #expect(LockHint.waitsForAnother(join))
         // A lock taken by work, and a SimpleQueue frame further out than the innermost Python
         // frame (the work's own lock, inside a task run by a queue consumer), are contention.
         let contended = Self.frames([
             ("PyThread_acquire_lock_timed", false), ("lock_PyThread_acquire_lock", false), ("update_cache", true),
             ("_queue_SimpleQueue_get", false), ("consume", true),
         ])
-        #expect(!StallMonitor.waitsForAnother(contended))
+        #expect(!LockHint.waitsForAnother(contended))
     }
 }

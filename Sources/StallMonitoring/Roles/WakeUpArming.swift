@@ -1,0 +1,96 @@
+import StallProc
+
+/// Sleeps the agent on a thread settled in its wait instead of probing it (issue 14: an idle
+/// watch without periodic wake-ups), and says when the kernel saw the thread leave that wait.
+/// Settled: in the same home wait twice with no turn counted and no episode open, or parked
+/// (a supervisor in sigsuspend, a family's parent in wait4) in the very same call twice. One
+/// probe is not enough: a thread found in a wait once may be passing through it.
+final class WakeUpArming {
+    /// What arming uses of the kernel: a `LoopWaker`, or a fake in tests.
+    protocol Waker: AnyObject {
+        var fd: Int32 { get }
+        func arm() -> Bool
+        func firstExit() -> Double?
+        func disarm()
+    }
+
+    /// The call the latest probe found the thread parked in (idle, though not in a loop's
+    /// wait): a supervisor's sigsuspend, a parent's wait4 in a watched family.
+    private(set) var lastParked: ProcSyscallInfo?
+    /// `lastParked` as the step before left it: parked in it again now is settled.
+    private var previousParked: ProcSyscallInfo?
+    /// The call this step and the one before found the thread in: the same home wait with no
+    /// turn between, or the same parking call. What `arm` sleeps the thread on.
+    private(set) var settledIn: ProcSyscallInfo?
+    private var waker: Waker?
+    /// The kernel refused the event once (no tracefs, no CAP_PERFMON): it is not asked again,
+    /// and the probe keeps its fixed interval.
+    private var wakerRefused = false
+    /// When the kernel saw the thread leave its wait while the agent slept (see `takeLeftWait`).
+    private var leftWaitAt: Double?
+    private let openWaker: () throws -> Waker
+
+    init(openWaker: @escaping () throws -> Waker) {
+        self.openWaker = openWaker
+    }
+
+    /// A step begins: nothing is settled until this step's probe says so.
+    func beginStep() {
+        settledIn = nil
+        previousParked = lastParked
+        lastParked = nil
+    }
+
+    /// The probe found the thread in the same home wait as the last, with no turn between.
+    func noteUnchangedWait(_ syscall: ProcSyscallInfo) {
+        settledIn = syscall
+    }
+
+    /// The probe found the thread parked in `syscall`; in the very same call as at the step
+    /// before, it is settled.
+    func noteParked(in syscall: ProcSyscallInfo) {
+        lastParked = syscall
+        if syscall == previousParked { settledIn = syscall }
+    }
+
+    /// Arms a wake-up for the moment the thread leaves its wait and returns the descriptor to
+    /// poll, when the last step found it settled there and the kernel offers the event; nil
+    /// means keep probing. `eligible`: the watch goes on, no episode is open and a module check
+    /// ran. The thread may have left between that step and the arming: the turn count (when
+    /// counted, `counterUnchanged`) and the syscall file are read once more, armed, so a wait
+    /// that ended in between is never slept through. Without a counter, a wait left and
+    /// re-entered identically between the two reads (microseconds apart) goes unseen: a turn
+    /// that short is no stall.
+    func arm(eligible: Bool, counterUnchanged: () -> Bool, syscall: () -> ProcSyscallInfo?) -> Int32? {
+        guard eligible, !wakerRefused else { return nil }
+        guard let expected = settledIn else { return nil }
+        if waker == nil {
+            do {
+                waker = try openWaker()
+            } catch {
+                wakerRefused = true
+                return nil
+            }
+        }
+        guard let waker, waker.arm() else { return nil }
+        let countUnchanged = counterUnchanged()
+        guard syscall() == expected, countUnchanged else {
+            waker.disarm()
+            return nil
+        }
+        return waker.fd
+    }
+
+    /// Disarms what `arm` armed, keeping when the thread left its wait, if it did.
+    func disarm() {
+        leftWaitAt = waker?.firstExit()
+        waker?.disarm()
+    }
+
+    /// When the kernel saw the thread leave its wait while the agent slept, once.
+    func takeLeftWait() -> Double? {
+        leftWaitAt.take()
+    }
+}
+
+extension LoopWaker: WakeUpArming.Waker {}
