@@ -347,7 +347,9 @@ public final class StallMonitor {
     /// An identity read in the middle of an exec is read again, maps first (see
     /// `ProgramIdentity.isHalfRead`).
     private func settleIdentity() {
-        _ = try? inspector.refreshModules(force: true)
+        // Rebuilt only if the maps changed since (the program arriving in them): a forced
+        // rebuild at each of up to ten re-reads cost a module list and lookups each time.
+        _ = try? inspector.refreshModules()
         if identity.settle(of: inspector) { summary.name = identity.process.name }
     }
 
