@@ -68,16 +68,30 @@ static void ring_copy(const uint8_t *data, uint64_t size, uint64_t at, void *out
 // The waker's records are never read, only their arrival matters: the smallest ring.
 static size_t waker_ring_bytes(void) { return 2 * (size_t)sysconf(_SC_PAGESIZE); }
 
-int sa_perf_waker_open(uint64_t config, pid_t tid, void **ring) {
+int sa_perf_waker_open(pid_t tid, void **ring) {
   struct perf_event_attr attr;
-  tracepoint_attr(&attr, config);
-  attr.sample_period = 1;
+  memset(&attr, 0, sizeof attr);
+  attr.size = sizeof attr;
+  // No tracepoint: an event on a `syscalls:`/`raw_syscalls:` tracepoint sends every system
+  // call of every thread on the host down the kernel's slow path while it exists (+50 ns a
+  // `getppid` here, docs/measured.md). A dummy event's context-switch records cost only the
+  // watched thread's switches: the thread asleep in its wait when armed, its first switch-in
+  // is the wait returning.
+  attr.type = PERF_TYPE_SOFTWARE;
+  attr.config = PERF_COUNT_SW_DUMMY;
+  attr.context_switch = 1;
+  attr.sample_id_all = 1;
   attr.sample_type = PERF_SAMPLE_TIME;
-  // The first record's time is when the thread left its wait, on the agent's clock: a stall
-  // that begins then is dated from it, not from when a loaded agent got round to probing.
+  // The record's time is when the thread left its wait, on the agent's clock: a stall that
+  // begins then is dated from it, not from when a loaded agent got round to probing.
   attr.use_clockid = 1;
   attr.clockid = CLOCK_MONOTONIC;
-  attr.wakeup_events = 1;
+  // Side-band records never count as wakeup_events: a watermark of one byte wakes the poll.
+  attr.watermark = 1;
+  attr.wakeup_watermark = 1;
+  // User-space only, so that perf_event_paranoid 2 allows it on one's own processes.
+  attr.exclude_kernel = 1;
+  attr.exclude_hv = 1;
   attr.disabled = 1;
   size_t bytes;
   return open_mapped(&attr, tid, (size_t)sysconf(_SC_PAGESIZE), ring, &bytes);
@@ -107,7 +121,10 @@ int sa_perf_waker_first_exit(const void *ring, uint64_t *time_ns) {
     struct perf_event_header header;
     ring_copy(data, size, tail, &header, sizeof header);
     if (header.size < sizeof header) return -1;
-    if (header.type == PERF_RECORD_SAMPLE && header.size >= sizeof header + sizeof(uint64_t)) {
+    if (header.type == PERF_RECORD_SWITCH) {
+      // A switch-out first: the thread was running when armed, so when it left is unknown.
+      if (header.misc & PERF_RECORD_MISC_SWITCH_OUT) return -1;
+      if (header.size < sizeof header + sizeof(uint64_t)) return -1;
       ring_copy(data, size, tail + sizeof header, time_ns, sizeof *time_ns);
       return 0;
     }

@@ -227,6 +227,7 @@ public final class StallMonitor {
     public func step(at now: Double) -> Bool {
         guard !finished else { return false }
         wakeUp.beginStep()
+        let leftWait = wakeUp.takeLeftWait()
         let turned = turnTracker.readCounter()
         let wasNested = inNestedWait
         let (cpuBefore, runQueueBefore) = (observedCPUNanos, observedRunQueueNanos)
@@ -243,7 +244,7 @@ public final class StallMonitor {
         // Woken from its wait and busy now: the work began when the kernel saw it leave the
         // wait, not at this probe, which a loaded agent makes late (a 2 s pg_sleep in a backend
         // of PostgreSQL under pgbench was reported as 1.86 s).
-        if let left = wakeUp.takeLeftWait(), observation.activity.isBusy, !detector.isInEpisode,
+        if let left = leftWait, observation.activity.isBusy, !detector.isInEpisode,
             let last = loopHealth.lastObservation, last.activity == .idle, left > last.time, left < observation.time
         {
             handle(
@@ -255,12 +256,15 @@ public final class StallMonitor {
         // Entries into a nested wait (pg_sleep's WaitLatch) move the counter too: they are not
         // turns of the loop.
         handle(detector.observe(observation, loopTurned: turned && !wasNested && !inNestedWait))
+        if leftWait != nil, observation.activity == .idle { turnTracker.noteRestedTurn() }
         turnTracker.noteProbe(observation.activity, previous: loopHealth.lastObservation?.activity, at: observation.time)
-        if turnTracker.afterProbe(
-            idle: observation.activity == .idle, syscallNumber: probedSyscallNumber, stackRuleTurns: detector.stackRuleTurns,
-            wanted: { counterWanted(at: now) })
+        switch turnTracker.afterProbe(
+            idle: observation.activity == .idle, busy: observation.activity.isBusy, syscallNumber: probedSyscallNumber,
+            stackRuleTurns: detector.stackRuleTurns, wanted: { counterWanted(at: now) })
         {
-            detector.useLoopTurnEvidence(.kernelCounter)
+        case .unchanged: break
+        case .countersOpened: detector.useLoopTurnEvidence(.kernelCounter)
+        case .fellBackToStackRule: detector.useLoopTurnEvidence(.stackRule)
         }
         if !observation.activity.isBusy { ioHint.clear() }
         // On for a whole busy episode (a thread that blocks now and then would otherwise turn
@@ -644,9 +648,11 @@ public final class StallMonitor {
     /// Arms a wake-up for the moment the thread leaves its wait and returns the descriptor to
     /// poll; nil means keep probing (see `WakeUpArming.arm`).
     public func armWakeUp() -> Int32? {
-        wakeUp.arm(
+        let fd = wakeUp.arm(
             eligible: !finished && !detector.isInEpisode && identityChecks.checked,
             counterUnchanged: { turnTracker.counterUnchanged() }, syscall: { probe.syscall() })
+        if fd != nil { turnTracker.rest() }
+        return fd
     }
 
     /// Time asleep in the wait counts as idle up to `now`, so metrics and the summary need no

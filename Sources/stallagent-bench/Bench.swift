@@ -50,6 +50,9 @@ struct Bench: ParsableCommand {
     @Flag(help: "Only the system-call cost figures (issue 23: getppid in a loop, unwatched vs watched by each loop-turn evidence vs a bystander).")
     var syscallOnly = false
 
+    @Flag(help: "Only Redis at saturation (issue 23: redis-benchmark -P 16 -c 50, unwatched vs each loop-turn evidence, 8 rounds).")
+    var redisOnly = false
+
     @Flag(help: "Shorter runs.")
     var quick = false
 
@@ -87,6 +90,10 @@ struct Bench: ParsableCommand {
             }
             if syscallOnly {
                 try SyscallCostBenchmark(fixtures: fixturesURL, agentBinary: agentBinary).run(quick: quick)
+                return
+            }
+            if redisOnly {
+                try MonitorBenchmark(fixtures: fixturesURL, agentBinary: agentBinary).redisLoopTurnCost(rounds: quick ? 2 : 8)
                 return
             }
             if wrapperOnly {

@@ -1,5 +1,6 @@
 import Foundation
 import StallMonitoring
+import StallProc
 
 #if canImport(Glibc)
 import Glibc
@@ -14,7 +15,10 @@ import Glibc
 /// - unwatched;
 /// - watched, kernel counter (the default where permitted), stack rule;
 /// - a bystander: unwatched while the agent watches *another* loop with the kernel counter, and
-///   the same with the stack rule (no tracepoint: what the other loop and agent cost alone).
+///   the same with the stack rule (no tracepoint: what the other loop and agent cost alone);
+/// - a bystander while the agent watches another loop that is idle, with the defaults: its
+///   counters rest while it sleeps and the tracepoints go once none is open
+///   (`TracepointAnchors.releaseAfter`), so the bystander should pay nothing.
 /// Each for a loop that never blocks (WAITMS 0: a saturated server) and one that waits 1 ms a
 /// turn (a busy but healthy one).
 struct SyscallCostBenchmark {
@@ -25,6 +29,8 @@ struct SyscallCostBenchmark {
         let name: String
         let watch: [String]?
         let bystander: Bool
+        /// The other loop is idle (`stall-fixtures idle`), watched from before the run.
+        var otherIdle = false
     }
 
     static let modes = [
@@ -34,6 +40,7 @@ struct SyscallCostBenchmark {
         Mode(name: "bystander", watch: ["--loop-turns", "kernel-counter"], bystander: true),
         // The same other loop and agent, without tracepoints: what sharing the machine costs.
         Mode(name: "bystander, stack rule", watch: ["--loop-turns", "stack-rule"], bystander: true),
+        Mode(name: "bystander, other idle", watch: [], bystander: true, otherIdle: true),
     ]
 
     func run(quick: Bool) throws {
@@ -72,18 +79,18 @@ struct SyscallCostBenchmark {
     private func measure(_ mode: Mode, waitMs: Int, seconds: Int) throws -> Double? {
         // The bystander's agent watches a saturated loop of its own, started first.
         var other: BenchmarkFixture?
-        if mode.bystander {
+        if mode.otherIdle {
+            other = try BenchmarkFixture(fixtures, ["idle"])
+        } else if mode.bystander {
             other = try BenchmarkFixture(fixtures, ["loop", "--script", "saturate:\(seconds + 3)", "--gap", "0.1", "--exit-when-done"])
         }
         defer { _ = try? other?.finish() }
-        let target = try BenchmarkFixture(fixtures, ["syscall-loop", "\(seconds)", "\(waitMs)"])
-        defer { _ = try? target.finish() }
         var agent: Process?
-        if let watch = mode.watch {
+        func startAgent(watching pid: Int32, for duration: Double, _ watch: [String]) throws {
             let process = Process()
             process.executableURL = agentBinary
             let dir = FileManager.default.temporaryDirectory.appendingPathComponent("sbench-\(UUID().uuidString)").path
-            process.arguments = ["--pid", "\(other?.pid ?? target.pid)", "--report-dir", dir, "--quiet", "--duration", "\(seconds + 2)s"] + watch
+            process.arguments = ["--pid", "\(pid)", "--report-dir", dir, "--quiet", "--duration", "\(Int(duration.rounded(.up)))s"] + watch
             process.standardError = FileHandle.nullDevice
             try process.run()
             agent = process
@@ -93,6 +100,17 @@ struct SyscallCostBenchmark {
                 agent.interrupt()
                 agent.waitUntilExit()
             }
+        }
+        // The idle loop's agent settles first: counters opened, rested, tracepoints released.
+        let settle = TracepointAnchors.releaseAfter + 2
+        if mode.otherIdle, let other, let watch = mode.watch {
+            try startAgent(watching: other.pid, for: settle + Double(seconds) + 2, watch)
+            usleep(useconds_t(settle * 1e6))
+        }
+        let target = try BenchmarkFixture(fixtures, ["syscall-loop", "\(seconds)", "\(waitMs)"])
+        defer { _ = try? target.finish() }
+        if !mode.otherIdle, let watch = mode.watch {
+            try startAgent(watching: other?.pid ?? target.pid, for: Double(seconds) + 2, watch)
         }
         guard let line = target.waitForLine(prefix: "syscalls=", timeout: Double(seconds) + 15) else { return nil }
         return MonitorBenchmark.field(line, "cpu_ns_per_call")

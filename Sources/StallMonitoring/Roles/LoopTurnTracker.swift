@@ -7,6 +7,8 @@ final class LoopTurnTracker {
     /// A source of turn counts: the kernel's per-thread counters (`LoopTurnCounter`), or a fake
     /// in tests.
     protocol Counter: AnyObject {
+        /// The waits counted (reopened with the same set after a rest).
+        var counted: [String] { get }
         func read() -> UInt64?
         @discardableResult func count(wait name: String) -> Bool
     }
@@ -26,7 +28,11 @@ final class LoopTurnTracker {
     private(set) var countersAwaitIdle = false
     private var counter: Counter?
     private var lastCount: UInt64?
-    /// Loop turns seen (exact with the counter or probe; a lower bound with the stack rule).
+    /// While the counters rest (see `rest`): the waits to count again once the thread is seen
+    /// busy.
+    private(set) var restingWaits: Set<String>?
+    /// Loop turns seen (exact with the counter or probe; a lower bound with the stack rule, and
+    /// while the counters rest).
     private(set) var turns: UInt64 = 0
     private var idleEntries: UInt64 = 0
     /// When a probe last found the thread idle or stopped (the watch's start until then).
@@ -113,21 +119,76 @@ final class LoopTurnTracker {
         if !activity.isBusy { lastSeenNotBusy = time }
     }
 
+    /// The agent goes to sleep on the thread, settled in its wait: its counters rest (close).
+    /// While any system-call tracepoint event exists, every system call of every thread on the
+    /// host takes the kernel's slow path (docs/architecture.md, "What the tracepoints cost the
+    /// host"), and a loop asleep needs no count: the wake-up says when it leaves its wait. They
+    /// open again when a probe finds the thread busy (`afterProbe`); the anchors make both
+    /// cheap (two system calls), and a calm period before resting would have to wake the agent
+    /// to end it.
+    func rest() {
+        guard let counter else { return }
+        restingWaits = Set(counter.counted)
+        self.counter = nil
+        lastCount = nil
+    }
+
+    /// The agent woke because the thread left its wait while the counters rested, and the probe
+    /// found it back in a wait: it turned at least once, uncounted.
+    func noteRestedTurn() {
+        guard restingWaits != nil else { return }
+        turns &+= 1
+    }
+
     /// After a probe that found the thread `idle` or not, in `syscallNumber`: opens the counters
     /// if they await a loop and one showed itself (a loop's wait, or `wanted`), or adds the wait
     /// to those counted. True when the counters opened now: the detector must take them.
-    func afterProbe(idle: Bool, syscallNumber: Int?, stackRuleTurns: Int, wanted: () -> Bool) -> Bool {
+    func afterProbe(idle: Bool, busy: Bool, syscallNumber: Int?, stackRuleTurns: Int, wanted: () -> Bool) -> AfterProbe {
+        if let waits = restingWaits {
+            return busy ? reopenCounters(waits: waits) : .unchanged
+        }
         let loopWait = idle && (countersAwaitIdle || counter != nil) ? syscallNumber.flatMap { Self.loopWaits[$0] } : nil
         if countersAwaitIdle {
             if let loopWait {
-                return openCountersNow(waits: [loopWait], stackRuleTurns: stackRuleTurns)
+                return openCountersNow(waits: [loopWait], stackRuleTurns: stackRuleTurns) ? .countersOpened : .unchanged
             } else if wanted() {
-                return openCountersNow(waits: nil, stackRuleTurns: stackRuleTurns)
+                return openCountersNow(waits: nil, stackRuleTurns: stackRuleTurns) ? .countersOpened : .unchanged
             }
         } else if let loopWait, let counter {
             counter.count(wait: loopWait)
         }
-        return false
+        return .unchanged
+    }
+
+    /// What `afterProbe` changed that the detector must take.
+    enum AfterProbe: Equatable {
+        case unchanged
+        /// The kernel counts the turns from now on.
+        case countersOpened
+        /// The counters could not open again after a rest: the stack rule decides from now on.
+        case fellBackToStackRule
+    }
+
+    /// The thread is busy again after its counters rested: they count from now. The turn in
+    /// progress began when the wake-up saw the thread leave its wait, which the detector already
+    /// took. Refused now (out of descriptors, the thread exiting), the stack rule takes over:
+    /// a counter that reads nothing would make every busy stretch look like one endless turn.
+    private func reopenCounters(waits: Set<String>) -> AfterProbe {
+        restingWaits = nil
+        do {
+            let counter = try openCounter(tid, waits)
+            if let count = counter.read() {
+                self.counter = counter
+                lastCount = count
+                return .unchanged
+            }
+            note = "kernel counters could not be read again after resting; using the stack rule"
+        } catch {
+            note = "kernel counters could not open again after resting (\(error)); using the stack rule"
+        }
+        log("stallagent: loop turns: \(note!)")
+        evidence = .stackRule
+        return .fellBackToStackRule
     }
 
     /// A busy episode the batch rule does not judge, half a threshold old, or a thread outside

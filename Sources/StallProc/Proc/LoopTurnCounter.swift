@@ -44,6 +44,8 @@ public final class LoopTurnCounter {
     public private(set) var counted: [String]
     private var fds: [Int32]
     private var buffer: [UInt64]
+    /// Whether this counter counts among the anchors' users (not once its opening failed).
+    private var retained = true
     /// Waits `count(wait:)` could not add.
     private var refused: Set<String> = []
 
@@ -58,10 +60,13 @@ public final class LoopTurnCounter {
         fds = []
         counted = []
         buffer = []
+        TracepointAnchors.retain(ids.map(\.1))
         for (name, id) in ids where !add(name, id: id) {
             let error = errno
             fds.forEach { close($0) }
             fds = []
+            TracepointAnchors.release()
+            retained = false
             // A thread that exits while its counters are opened makes the kernel answer
             // ENODEV or ESRCH, not "unavailable": the target is gone, the counters are fine.
             if LoopTurnCounter.isGoneOrExiting(tid) { throw StallAgentError.noSuchProcess(pid: tid) }
@@ -90,7 +95,7 @@ public final class LoopTurnCounter {
 
     /// Opens one counter into the group; false with errno set when the kernel refused it.
     private func add(_ name: String, id: UInt64) -> Bool {
-        TracepointAnchors.hold([id])
+        TracepointAnchors.add([id])
         let fd = sa_perf_tracepoint_counter(id, tid, fds.first ?? -1)
         guard fd >= 0 else { return false }
         fds.append(fd)
@@ -99,7 +104,10 @@ public final class LoopTurnCounter {
         return true
     }
 
-    deinit { fds.forEach { close($0) } }
+    deinit {
+        fds.forEach { close($0) }
+        if retained { TracepointAnchors.release() }
+    }
 
     private static func isGoneOrExiting(_ tid: Int32) -> Bool {
         guard let text = try? ProcFS.readText("/proc/\(tid)/stat", pid: tid), let stat = ProcThreadStat.parse(text)

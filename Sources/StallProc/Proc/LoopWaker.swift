@@ -7,24 +7,24 @@ import Glibc
 /// Lets the agent sleep while a watched thread sleeps in its loop's wait, and wakes it the
 /// moment the thread leaves that wait (issue 14: an idle watch without periodic wake-ups).
 ///
-/// A sampling event on `raw_syscalls:sys_exit` for the one thread, disabled except while the
-/// agent sleeps. The thread is asleep inside its wait when the event is armed, so the first
-/// system-call exit it records is that wait returning: poll(2) on `fd` then reports POLLIN,
-/// and POLLHUP when the thread exits. Needs what the loop-turn counters need (tracefs and
-/// CAP_PERFMON or root); without it the probe keeps its fixed interval.
+/// A perf event recording the one thread's context switches, disabled except while the agent
+/// sleeps. The thread is asleep inside its wait when the event is armed, so its first
+/// switch-in is that wait returning: poll(2) on `fd` then reports POLLIN, and POLLHUP when the
+/// thread exits. Not a system-call tracepoint, which would tax every system call on the host
+/// (docs/architecture.md, "What the tracepoints cost the host"). Needs perf_event_open on the
+/// thread (root, CAP_PERFMON, or perf_event_paranoid ≤ 2 for one's own processes); without it
+/// the probe keeps its fixed interval.
 public final class LoopWaker {
     public let fd: Int32
     private let ring: UnsafeMutableRawPointer?
     private(set) var armed = false
 
     public init(tid: Int32) throws {
-        let id = try LoopWaker.exitTracepointID()
-        TracepointAnchors.hold([id])
         var ring: UnsafeMutableRawPointer?
-        let fd = sa_perf_waker_open(id, tid, &ring)
+        let fd = sa_perf_waker_open(tid, &ring)
         if fd < 0 {
             let error = errno
-            throw LoopTurnCounter.Unavailable.failed("raw_syscalls:sys_exit: \(String(cString: strerror(error)))")
+            throw LoopTurnCounter.Unavailable.failed("context-switch records: \(String(cString: strerror(error)))")
         }
         self.fd = fd
         self.ring = ring
@@ -52,11 +52,9 @@ public final class LoopWaker {
         armed = false
     }
 
-    private static let cachedID: Result<UInt64, LoopTurnCounter.Unavailable> = Result {
-        guard let id = LoopTurnCounter.tracepointID("raw_syscalls/sys_exit", root: try LoopTurnCounter.tracefsRoot())
-        else { throw LoopTurnCounter.Unavailable.noTracepoints }
-        return id
-    }.mapError { $0 as? LoopTurnCounter.Unavailable ?? .failed("\($0)") }
-
-    static func exitTracepointID() throws -> UInt64 { try cachedID.get() }
+    /// Whether this agent may open the event on its own threads (what tests ask before
+    /// expecting idle wake-ups).
+    public static var available: Bool {
+        (try? LoopWaker(tid: getpid())) != nil
+    }
 }

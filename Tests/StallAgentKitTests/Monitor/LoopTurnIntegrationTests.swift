@@ -206,7 +206,7 @@ import Glibc
     /// and its loop stood still as long whenever a watched process ended. Anchored tracepoints
     /// and a child that releases them after the agent is gone bring the stop to a few ms. The
     /// best of three stops must stay below one grace period per tracepoint.
-    @Test(.enabled(if: geteuid() == 0 && (try? LoopWaker.exitTracepointID()) != nil, "needs root and the sys_exit tracepoints (tracefs)"))
+    @Test(.enabled(if: geteuid() == 0 && (try? LoopTurnCounter.tracepointIDs()) != nil, "needs root and the syscall tracepoints (tracefs)"))
     func anAgentHoldingCountersStopsWithoutWaitingForTheirRelease() throws {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("stallagent-test-\(UUID().uuidString)").path
         defer { try? FileManager.default.removeItem(atPath: dir) }
@@ -250,7 +250,7 @@ import Glibc
     /// thread leaves its wait (issue 14): a handful of wake-ups a second for housekeeping, not
     /// one per 10 ms probe; the target still sees no EINTR; and a stall that starts after a
     /// long idle stretch is still caught and timed from the moment the wait returned.
-    @Test(.enabled(if: (try? LoopWaker.exitTracepointID()) != nil, "needs the sys_exit tracepoints (tracefs)"))
+    @Test(.enabled(if: LoopWaker.available, "needs perf events on its own threads"))
     func anIdleWatchSleepsUntilTheThreadWakes() throws {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("stallagent-test-\(UUID().uuidString)").path
         defer { try? FileManager.default.removeItem(atPath: dir) }
@@ -295,6 +295,74 @@ import Glibc
         let words = stall.map { $0.split(separator: " ") } ?? []
         let seconds = words.firstIndex(of: "blocked").flatMap { Double(words[$0 + 1]) }
         #expect(seconds.map { abs($0 - 1.3) < 0.1 } == true, "\(result.stderr)")
+    }
+
+    /// What the tracepoints cost the host (docs/architecture.md): while any system-call
+    /// tracepoint event is open, every system call on the machine takes the slow path. A loop
+    /// the agent sleeps on rests its counters, and once none has been open for
+    /// `TracepointAnchors.releaseAfter` the agent holds no tracepoint at all, only the
+    /// wake-up (a context-switch event). Resting costs no exactness: when the loop wakes into a
+    /// saturated stretch the counters open again and count its turns (no stall), and a slow
+    /// call after it is reported once, timed from its start.
+    @Test(.enabled(if: geteuid() == 0 && (try? LoopTurnCounter.tracepointIDs()) != nil, "needs root and the syscall tracepoints (tracefs)"))
+    func anIdleLoopHoldsNoTracepointAndItsCountersReturnWhenItSaturates() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("stallagent-test-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        // Idle in its loop's wait until told (stdin), then 3 s of turns back to back (select
+        // with no timeout returns at once), then a 1.3 s blocking call, then idle.
+        let script = """
+            import select, sys, time
+            print('ready', flush=True)
+            select.select([sys.stdin], [], [])
+            sys.stdin.readline()
+            end = time.monotonic() + 3
+            while time.monotonic() < end:
+                select.select([], [], [], 0)
+            time.sleep(1.3)
+            select.select([], [], [], 1.5)
+            """
+        let python = Process()
+        python.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        python.arguments = ["python3", "-c", script]
+        let output = Pipe()
+        let input = Pipe()
+        python.standardOutput = output
+        python.standardInput = input
+        try python.run()
+        defer { if python.isRunning { python.terminate() } }
+        _ = output.fileHandleForReading.availableData  // "ready": in its wait from here on
+        let errURL = URL(fileURLWithPath: dir + ".err")
+        FileManager.default.createFile(atPath: errURL.path, contents: nil)
+        defer { unlink(errURL.path) }
+        let agent = Process()
+        agent.executableURL = FixtureProcess.stallagentURL
+        agent.arguments = ["--pid", "\(python.processIdentifier)", "--report-dir", dir, "--threshold", "1s"]
+        agent.standardOutput = FileHandle.nullDevice
+        agent.standardError = try FileHandle(forWritingTo: errURL)
+        try agent.run()
+        defer { if agent.isRunning { kill(agent.processIdentifier, SIGKILL) } }
+        // Counters open at the first idle probe, rest once the agent sleeps on the wait, and
+        // the tracepoints go `releaseAfter` later: then only the wake-up's event is left.
+        var held = -1
+        let deadline = MonotonicTime.seconds() + TracepointAnchors.releaseAfter + 8
+        while MonotonicTime.seconds() < deadline {
+            held = KernelState.perfEvents(agent.processIdentifier)
+            if held == 1 { break }
+            usleep(50_000)
+        }
+        #expect(held == 1, "the agent of an idle loop still holds \(held) perf events")
+        input.fileHandleForWriting.write("go\n".data(using: .utf8)!)
+        python.waitUntilExit()
+        kill(agent.processIdentifier, SIGINT)
+        agent.waitUntilExit()
+        let stderr = (try? String(contentsOf: errURL, encoding: .utf8)) ?? ""
+        #expect(agent.terminationStatus == 0, "\(stderr)")
+        let stalls = stderr.split(separator: "\n").filter { $0.hasPrefix("stall #") }
+        #expect(stalls.count == 1, "the saturated stretch was reported, or the slow call not: \(stderr)")
+        let words = stalls.first.map { $0.split(separator: " ") } ?? []
+        let seconds = words.firstIndex(of: "blocked").flatMap { Double(words[$0 + 1]) }
+        #expect(seconds.map { abs($0 - 1.3) < 0.1 } == true, "\(stderr)")
+        #expect(stderr.contains("turns from the kernel counter"), "\(stderr)")
     }
 
     /// `--busy-frame` turns a parking wait back into work for programs where it is one.

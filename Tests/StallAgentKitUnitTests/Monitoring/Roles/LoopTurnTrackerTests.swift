@@ -9,6 +9,7 @@ import StallProc
     final class FakeCounter: LoopTurnTracker.Counter {
         var value: UInt64? = 100
         var waits: [String] = []
+        var counted: [String] { waits }
         func read() -> UInt64? { value }
         func count(wait name: String) -> Bool {
             waits.append(name)
@@ -63,8 +64,8 @@ import StallProc
         tracker.begin(at: 0)
         tracker.noteProbe(.idle, previous: nil, at: 0.1)
         #expect(tracker.count(stackRuleTurns: 2) == 3)
-        let opened = tracker.afterProbe(idle: true, syscallNumber: Self.epollWait, stackRuleTurns: 2, wanted: { false })
-        #expect(opened)
+        let opened = tracker.afterProbe(idle: true, busy: false, syscallNumber: Self.epollWait, stackRuleTurns: 2, wanted: { false })
+        #expect(opened == .countersOpened)
         #expect(opener.opened == [["epoll_wait"]])
         #expect(tracker.evidence == .kernelCounter)
         #expect(!tracker.countersAwaitIdle)
@@ -83,7 +84,7 @@ import StallProc
         #expect(tracker.count(stackRuleTurns: 50) == 9)
         // Another loop wait seen idle later is counted too.
         let ppoll = ProcSyscallInfo.number(ofSyscall: "ppoll")!
-        #expect(!tracker.afterProbe(idle: true, syscallNumber: ppoll, stackRuleTurns: 0, wanted: { true }))
+        #expect(tracker.afterProbe(idle: true, busy: false, syscallNumber: ppoll, stackRuleTurns: 0, wanted: { true }) == .unchanged)
         #expect(opener.counter.waits == ["ppoll"])
     }
 
@@ -109,9 +110,9 @@ import StallProc
     @Test func wantedCountersCountEveryWait() throws {
         let opener = Opener()
         let tracker = try Self.tracker(opener: opener)
-        #expect(!tracker.afterProbe(idle: false, syscallNumber: nil, stackRuleTurns: 0, wanted: { false }))
+        #expect(tracker.afterProbe(idle: false, busy: true, syscallNumber: nil, stackRuleTurns: 0, wanted: { false }) == .unchanged)
         #expect(opener.opened.isEmpty)
-        #expect(tracker.afterProbe(idle: false, syscallNumber: nil, stackRuleTurns: 0, wanted: { true }))
+        #expect(tracker.afterProbe(idle: false, busy: true, syscallNumber: nil, stackRuleTurns: 0, wanted: { true }) == .countersOpened)
         #expect(opener.opened == [nil])
     }
 
@@ -121,12 +122,12 @@ import StallProc
         opener.refusal = .notPermitted("EACCES")
         var lines: [String] = []
         let tracker = try Self.tracker(opener: opener, log: { lines.append($0) })
-        #expect(!tracker.afterProbe(idle: true, syscallNumber: Self.epollWait, stackRuleTurns: 0, wanted: { true }))
+        #expect(tracker.afterProbe(idle: true, busy: false, syscallNumber: Self.epollWait, stackRuleTurns: 0, wanted: { true }) == .unchanged)
         #expect(tracker.evidence == .stackRule)
         #expect(!tracker.countersAwaitIdle)
         #expect(tracker.note?.hasPrefix("kernel counters unavailable: perf_event_open on syscall tracepoints was refused (EACCES)") == true)
         #expect(lines.count == 1)
-        #expect(!tracker.afterProbe(idle: true, syscallNumber: Self.epollWait, stackRuleTurns: 0, wanted: { true }))
+        #expect(tracker.afterProbe(idle: true, busy: false, syscallNumber: Self.epollWait, stackRuleTurns: 0, wanted: { true }) == .unchanged)
         #expect(lines.count == 1)
     }
 
@@ -138,7 +139,57 @@ import StallProc
         tracker.noteProbe(.running, previous: .idle, at: 3)
         tracker.noteProbe(.idle, previous: .running, at: 4)
         #expect(tracker.count(stackRuleTurns: 3) == 5)
-        #expect(!tracker.afterProbe(idle: true, syscallNumber: Self.epollWait, stackRuleTurns: 0, wanted: { true }))
+        #expect(tracker.afterProbe(idle: true, busy: false, syscallNumber: Self.epollWait, stackRuleTurns: 0, wanted: { true }) == .unchanged)
         #expect(tracker.evidence == .stackRule)
+    }
+
+    /// The host-wide tax (docs/architecture.md, "What the tracepoints cost the host"): a thread
+    /// the agent sleeps on rests its counters; a wake-up that finds it back in its wait is one
+    /// uncounted turn; a probe that finds it busy opens them again for the same waits.
+    @Test func countersRestOnAThreadAsleepAndOpenAgainWhenItIsBusy() throws {
+        let opener = Opener()
+        let tracker = try Self.tracker(opener: opener)
+        tracker.begin(at: 0)
+        tracker.noteProbe(.running, previous: nil, at: 0.1)
+        tracker.noteProbe(.idle, previous: .running, at: 0.2)
+        #expect(tracker.afterProbe(idle: true, busy: false, syscallNumber: Self.epollWait, stackRuleTurns: 0, wanted: { false }) == .countersOpened)
+        opener.counter.waits = ["epoll_wait"]
+        tracker.noteProbe(.idle, previous: .idle, at: 0.3)
+        tracker.rest()
+        #expect(tracker.restingWaits == ["epoll_wait"])
+        #expect(tracker.evidence == .kernelCounter)
+        #expect(!tracker.readCounter())
+        #expect(tracker.counterUnchanged())
+        let before = tracker.count(stackRuleTurns: 0)
+        tracker.noteRestedTurn()
+        #expect(tracker.count(stackRuleTurns: 0) == before + 1)
+        #expect(tracker.afterProbe(idle: true, busy: false, syscallNumber: Self.epollWait, stackRuleTurns: 0, wanted: { true }) == .unchanged)
+        #expect(opener.opened.count == 1)
+        #expect(tracker.afterProbe(idle: false, busy: true, syscallNumber: nil, stackRuleTurns: 0, wanted: { false }) == .unchanged)
+        #expect(opener.opened == [["epoll_wait"], ["epoll_wait"]])
+        #expect(tracker.restingWaits == nil)
+        opener.counter.value = 103
+        #expect(tracker.readCounter())
+        #expect(tracker.count(stackRuleTurns: 0) == before + 4)
+        // Not resting: a wake-up found idle is counted by the kernel, not guessed.
+        tracker.noteRestedTurn()
+        #expect(tracker.count(stackRuleTurns: 0) == before + 4)
+    }
+
+    /// Counters that cannot open again after a rest: the stack rule decides, said once, rather
+    /// than a counter that never moves making every busy stretch one endless turn.
+    @Test func countersRefusedAfterARestFallBackToTheStackRule() throws {
+        let opener = Opener()
+        var lines: [String] = []
+        let tracker = try Self.tracker(.kernelCounter, opener: opener, log: { lines.append($0) })
+        tracker.begin(at: 0)
+        tracker.noteProbe(.idle, previous: nil, at: 2)
+        tracker.rest()
+        #expect(tracker.restingWaits != nil)
+        opener.refusal = .failed("EMFILE")
+        #expect(tracker.afterProbe(idle: false, busy: true, syscallNumber: nil, stackRuleTurns: 0, wanted: { false }) == .fellBackToStackRule)
+        #expect(tracker.evidence == .stackRule)
+        #expect(lines.count == 1 && lines[0].contains("using the stack rule"))
+        #expect(tracker.afterProbe(idle: false, busy: true, syscallNumber: nil, stackRuleTurns: 0, wanted: { false }) == .unchanged)
     }
 }
