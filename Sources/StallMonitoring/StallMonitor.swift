@@ -651,8 +651,14 @@ public final class StallMonitor {
         let fd = wakeUp.arm(
             eligible: !finished && !detector.isInEpisode && identityChecks.checked,
             counterUnchanged: { turnTracker.counterUnchanged() }, syscall: { probe.syscall() })
-        if fd != nil { turnTracker.rest() }
+        if fd != nil { turnTracker.rest(at: lastFedTime) }
         return fd
+    }
+
+    /// Asleep on its wake-up: the turn counters rest once the thread has been calm a while
+    /// (`LoopTurnTracker.rest`).
+    public func tendAsleep(at now: Double) {
+        turnTracker.rest(at: now)
     }
 
     /// Time asleep in the wait counts as idle up to `now`, so metrics and the summary need no

@@ -13,6 +13,13 @@ public protocol WakeableWatch: AnyObject {
     func disarmWakeUp()
     /// How the engine's trace names it (`STALLAGENT_TRACE_ENGINE`).
     var wakeLabel: String { get }
+    /// Called now and then while it sleeps (`WatchScheduler.tendSleepers`), for what must
+    /// happen without a wake-up: a thread's turn counters rest once it has been calm a while.
+    func tendAsleep(at now: Double)
+}
+
+extension WakeableWatch {
+    public func tendAsleep(at now: Double) {}
 }
 
 /// Which watched threads the probe loop steps this round (docs/architecture.md, "The engine").
@@ -52,6 +59,16 @@ public final class WatchScheduler<Watch: WakeableWatch> {
         awake[id] = nil
         if asleep.removeValue(forKey: id) != nil { watch.disarmWakeUp() }
     }
+
+    /// Lets each sleeping watch do what its sleep needs (`WakeableWatch.tendAsleep`), at most
+    /// four times a second whatever the round's pace.
+    public func tendSleepers(at now: Double) {
+        guard now - lastTended >= 0.25 else { return }
+        lastTended = now
+        for sleeper in asleep.values { sleeper.watch.tendAsleep(at: now) }
+    }
+
+    private var lastTended = -Double.infinity
 
     public func isAwake(_ watch: Watch) -> Bool { awake[ObjectIdentifier(watch)] != nil }
 

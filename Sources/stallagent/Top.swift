@@ -61,8 +61,7 @@ struct Top: ParsableCommand {
         }
     }
 
-    func title(at elapsed: Double, processes: Int? = nil) -> String {
-        let count = processes ?? pid.count
+    func title(at elapsed: Double, processes count: Int) -> String {
         let scope = unit.map { "\(TargetSpec.normalizedUnitName($0)) · " } ?? ""
         return "stallagent top · \(scope)\(count) process\(count == 1 ? "" : "es") · \(Int(elapsed)) s"
     }

@@ -215,6 +215,7 @@ public final class HostAgent {
             }
             if slots.allSatisfy(\.done) || fatal != nil { break }
             housekeeping(at: now)
+            scheduler.tendSleepers(at: now)
             if let roundObserver, !roundObserver(now, slots.flatMap(\.monitors)) { break }
             // The loop got round every target: that is the progress the watchdog vouches for.
             notifier.progress(at: now)
@@ -376,7 +377,8 @@ public final class HostAgent {
                 }
                 // A Go program stays one: looked at again only as rarely as a reused pid
                 // allows, not every retry interval (each look reads its maps and modules).
-                let goProgram = (error as? StallAgentError).map { if case .goProgram = $0 { true } else { false } } ?? false
+                var goProgram = false
+                if case StallAgentError.goProgram = error { goProgram = true }
                 slot.refused[pid] = now + (goProgram ? Self.goProgramRetryInterval : configuration.retryInterval)
                 unwatchable = true
                 // Gone meanwhile is no news; anything else is said once per process and reason.

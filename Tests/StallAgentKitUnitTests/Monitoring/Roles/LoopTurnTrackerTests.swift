@@ -144,7 +144,7 @@ import StallProc
     }
 
     /// The host-wide tax (docs/architecture.md, "What the tracepoints cost the host"): a thread
-    /// the agent sleeps on rests its counters; a wake-up that finds it back in its wait is one
+    /// the agent sleeps on rests its counters once calm for `restAfter`; a wake-up that finds it back in its wait is one
     /// uncounted turn; a probe that finds it busy opens them again for the same waits.
     @Test func countersRestOnAThreadAsleepAndOpenAgainWhenItIsBusy() throws {
         let opener = Opener()
@@ -155,7 +155,10 @@ import StallProc
         #expect(tracker.afterProbe(idle: true, busy: false, syscallNumber: Self.epollWait, stackRuleTurns: 0, wanted: { false }) == .countersOpened)
         opener.counter.waits = ["epoll_wait"]
         tracker.noteProbe(.idle, previous: .idle, at: 0.3)
-        tracker.rest()
+        tracker.rest(at: 0.3)
+        #expect(tracker.restingWaits == nil, "seen busy 0.2 s ago")
+        #expect(tracker.readCounter() == false)
+        tracker.rest(at: 1.1)
         #expect(tracker.restingWaits == ["epoll_wait"])
         #expect(tracker.evidence == .kernelCounter)
         #expect(!tracker.readCounter())
@@ -184,7 +187,7 @@ import StallProc
         let tracker = try Self.tracker(.kernelCounter, opener: opener, log: { lines.append($0) })
         tracker.begin(at: 0)
         tracker.noteProbe(.idle, previous: nil, at: 2)
-        tracker.rest()
+        tracker.rest(at: 2)
         #expect(tracker.restingWaits != nil)
         opener.refusal = .failed("EMFILE")
         #expect(tracker.afterProbe(idle: false, busy: true, syscallNumber: nil, stackRuleTurns: 0, wanted: { false }) == .fellBackToStackRule)
