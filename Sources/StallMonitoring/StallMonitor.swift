@@ -259,8 +259,8 @@ public final class StallMonitor {
         if leftWait != nil, observation.activity == .idle { turnTracker.noteRestedTurn() }
         turnTracker.noteProbe(observation.activity, previous: loopHealth.lastObservation?.activity, at: observation.time)
         switch turnTracker.afterProbe(
-            idle: observation.activity == .idle, busy: observation.activity.isBusy, syscallNumber: probedSyscallNumber,
-            stackRuleTurns: detector.stackRuleTurns, wanted: { counterWanted(at: now) })
+            observation.activity, syscallNumber: probedSyscallNumber, stackRuleTurns: detector.stackRuleTurns,
+            wanted: { counterWanted(at: now) })
         {
         case .unchanged: break
         case .countersOpened: detector.useLoopTurnEvidence(.kernelCounter)

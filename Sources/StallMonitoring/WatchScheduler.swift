@@ -36,6 +36,8 @@ public final class WatchScheduler<Watch: WakeableWatch> {
     /// How many times a watch was put to sleep and woken (the tests count them).
     public private(set) var sleeps = 0
     public private(set) var wakes = 0
+    /// When `tendSleepers` last went through the sleepers.
+    private var lastTended = -Double.infinity
 
     /// STALLAGENT_TRACE_ENGINE set: one stderr line per sleep and wake (`engine TIME: sleep
     /// NAME[PID]`), for diagnosing the engine; the tests read it.
@@ -67,8 +69,6 @@ public final class WatchScheduler<Watch: WakeableWatch> {
         lastTended = now
         for sleeper in asleep.values { sleeper.watch.tendAsleep(at: now) }
     }
-
-    private var lastTended = -Double.infinity
 
     public func isAwake(_ watch: Watch) -> Bool { awake[ObjectIdentifier(watch)] != nil }
 

@@ -228,7 +228,6 @@ public final class MonitorBenchmark {
             }
         }
         log("  goal: no stall reported; counter cost within noise of unwatched")
-        try redisLoopTurnCost(rounds: rounds < 4 ? 2 : 8)
     }
 
     /// Redis at saturation (issue 23: `redis-benchmark -P 16 -c 50`, A/B, ≥ 8 rounds): each
@@ -334,6 +333,7 @@ public final class MonitorBenchmark {
         try busyThroughput(rounds: quick ? 2 : 8, seconds: quick ? 3 : 5)
         try pauseAt200Hz(seconds: quick ? 1 : 2)
         try loopTurnCost(rounds: quick ? 2 : 4, seconds: quick ? 3 : 5)
+        try redisLoopTurnCost(rounds: quick ? 2 : 8)
         try accuracy(loopProbe: false)
         try accuracy(loopProbe: true)
     }

@@ -147,14 +147,14 @@ final class LoopTurnTracker {
         turns &+= 1
     }
 
-    /// After a probe that found the thread `idle` or not, in `syscallNumber`: opens the counters
+    /// After a probe that found the thread in `activity`, in `syscallNumber`: opens the counters
     /// if they await a loop and one showed itself (a loop's wait, or `wanted`), or adds the wait
     /// to those counted. True when the counters opened now: the detector must take them.
-    func afterProbe(idle: Bool, busy: Bool, syscallNumber: Int?, stackRuleTurns: Int, wanted: () -> Bool) -> AfterProbe {
+    func afterProbe(_ activity: ThreadActivity, syscallNumber: Int?, stackRuleTurns: Int, wanted: () -> Bool) -> AfterProbe {
         if let waits = restingWaits {
-            return busy ? reopenCounters(waits: waits) : .unchanged
+            return activity.isBusy ? reopenCounters(waits: waits) : .unchanged
         }
-        let loopWait = idle && (countersAwaitIdle || counter != nil) ? syscallNumber.flatMap { Self.loopWaits[$0] } : nil
+        let loopWait = activity == .idle && (countersAwaitIdle || counter != nil) ? syscallNumber.flatMap { Self.loopWaits[$0] } : nil
         if countersAwaitIdle {
             if let loopWait {
                 return openCountersNow(waits: [loopWait], stackRuleTurns: stackRuleTurns) ? .countersOpened : .unchanged

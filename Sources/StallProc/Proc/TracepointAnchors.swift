@@ -69,9 +69,6 @@ public enum TracepointAnchors {
         }
     }
 
-    /// Tracepoints anchored now (for tests and the bench).
-    public static var anchoredCount: Int { state.withLock { $0.anchored.count } }
-
     private static func anchor(_ ids: [UInt64], in state: inout State) {
         if !state.exitHookInstalled {
             state.exitHookInstalled = true

@@ -64,7 +64,7 @@ import StallProc
         tracker.begin(at: 0)
         tracker.noteProbe(.idle, previous: nil, at: 0.1)
         #expect(tracker.count(stackRuleTurns: 2) == 3)
-        let opened = tracker.afterProbe(idle: true, busy: false, syscallNumber: Self.epollWait, stackRuleTurns: 2, wanted: { false })
+        let opened = tracker.afterProbe(.idle, syscallNumber: Self.epollWait, stackRuleTurns: 2, wanted: { false })
         #expect(opened == .countersOpened)
         #expect(opener.opened == [["epoll_wait"]])
         #expect(tracker.evidence == .kernelCounter)
@@ -84,7 +84,7 @@ import StallProc
         #expect(tracker.count(stackRuleTurns: 50) == 9)
         // Another loop wait seen idle later is counted too.
         let ppoll = ProcSyscallInfo.number(ofSyscall: "ppoll")!
-        #expect(tracker.afterProbe(idle: true, busy: false, syscallNumber: ppoll, stackRuleTurns: 0, wanted: { true }) == .unchanged)
+        #expect(tracker.afterProbe(.idle, syscallNumber: ppoll, stackRuleTurns: 0, wanted: { true }) == .unchanged)
         #expect(opener.counter.waits == ["ppoll"])
     }
 
@@ -110,9 +110,9 @@ import StallProc
     @Test func wantedCountersCountEveryWait() throws {
         let opener = Opener()
         let tracker = try Self.tracker(opener: opener)
-        #expect(tracker.afterProbe(idle: false, busy: true, syscallNumber: nil, stackRuleTurns: 0, wanted: { false }) == .unchanged)
+        #expect(tracker.afterProbe(.running, syscallNumber: nil, stackRuleTurns: 0, wanted: { false }) == .unchanged)
         #expect(opener.opened.isEmpty)
-        #expect(tracker.afterProbe(idle: false, busy: true, syscallNumber: nil, stackRuleTurns: 0, wanted: { true }) == .countersOpened)
+        #expect(tracker.afterProbe(.running, syscallNumber: nil, stackRuleTurns: 0, wanted: { true }) == .countersOpened)
         #expect(opener.opened == [nil])
     }
 
@@ -122,12 +122,12 @@ import StallProc
         opener.refusal = .notPermitted("EACCES")
         var lines: [String] = []
         let tracker = try Self.tracker(opener: opener, log: { lines.append($0) })
-        #expect(tracker.afterProbe(idle: true, busy: false, syscallNumber: Self.epollWait, stackRuleTurns: 0, wanted: { true }) == .unchanged)
+        #expect(tracker.afterProbe(.idle, syscallNumber: Self.epollWait, stackRuleTurns: 0, wanted: { true }) == .unchanged)
         #expect(tracker.evidence == .stackRule)
         #expect(!tracker.countersAwaitIdle)
         #expect(tracker.note?.hasPrefix("kernel counters unavailable: perf_event_open on syscall tracepoints was refused (EACCES)") == true)
         #expect(lines.count == 1)
-        #expect(tracker.afterProbe(idle: true, busy: false, syscallNumber: Self.epollWait, stackRuleTurns: 0, wanted: { true }) == .unchanged)
+        #expect(tracker.afterProbe(.idle, syscallNumber: Self.epollWait, stackRuleTurns: 0, wanted: { true }) == .unchanged)
         #expect(lines.count == 1)
     }
 
@@ -139,7 +139,7 @@ import StallProc
         tracker.noteProbe(.running, previous: .idle, at: 3)
         tracker.noteProbe(.idle, previous: .running, at: 4)
         #expect(tracker.count(stackRuleTurns: 3) == 5)
-        #expect(tracker.afterProbe(idle: true, busy: false, syscallNumber: Self.epollWait, stackRuleTurns: 0, wanted: { true }) == .unchanged)
+        #expect(tracker.afterProbe(.idle, syscallNumber: Self.epollWait, stackRuleTurns: 0, wanted: { true }) == .unchanged)
         #expect(tracker.evidence == .stackRule)
     }
 
@@ -152,7 +152,7 @@ import StallProc
         tracker.begin(at: 0)
         tracker.noteProbe(.running, previous: nil, at: 0.1)
         tracker.noteProbe(.idle, previous: .running, at: 0.2)
-        #expect(tracker.afterProbe(idle: true, busy: false, syscallNumber: Self.epollWait, stackRuleTurns: 0, wanted: { false }) == .countersOpened)
+        #expect(tracker.afterProbe(.idle, syscallNumber: Self.epollWait, stackRuleTurns: 0, wanted: { false }) == .countersOpened)
         opener.counter.waits = ["epoll_wait"]
         tracker.noteProbe(.idle, previous: .idle, at: 0.3)
         tracker.rest(at: 0.3)
@@ -166,9 +166,9 @@ import StallProc
         let before = tracker.count(stackRuleTurns: 0)
         tracker.noteRestedTurn()
         #expect(tracker.count(stackRuleTurns: 0) == before + 1)
-        #expect(tracker.afterProbe(idle: true, busy: false, syscallNumber: Self.epollWait, stackRuleTurns: 0, wanted: { true }) == .unchanged)
+        #expect(tracker.afterProbe(.idle, syscallNumber: Self.epollWait, stackRuleTurns: 0, wanted: { true }) == .unchanged)
         #expect(opener.opened.count == 1)
-        #expect(tracker.afterProbe(idle: false, busy: true, syscallNumber: nil, stackRuleTurns: 0, wanted: { false }) == .unchanged)
+        #expect(tracker.afterProbe(.running, syscallNumber: nil, stackRuleTurns: 0, wanted: { false }) == .unchanged)
         #expect(opener.opened == [["epoll_wait"], ["epoll_wait"]])
         #expect(tracker.restingWaits == nil)
         opener.counter.value = 103
@@ -190,9 +190,9 @@ import StallProc
         tracker.rest(at: 2)
         #expect(tracker.restingWaits != nil)
         opener.refusal = .failed("EMFILE")
-        #expect(tracker.afterProbe(idle: false, busy: true, syscallNumber: nil, stackRuleTurns: 0, wanted: { false }) == .fellBackToStackRule)
+        #expect(tracker.afterProbe(.running, syscallNumber: nil, stackRuleTurns: 0, wanted: { false }) == .fellBackToStackRule)
         #expect(tracker.evidence == .stackRule)
         #expect(lines.count == 1 && lines[0].contains("using the stack rule"))
-        #expect(tracker.afterProbe(idle: false, busy: true, syscallNumber: nil, stackRuleTurns: 0, wanted: { false }) == .unchanged)
+        #expect(tracker.afterProbe(.running, syscallNumber: nil, stackRuleTurns: 0, wanted: { false }) == .unchanged)
     }
 }
