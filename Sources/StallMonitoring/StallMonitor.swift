@@ -48,9 +48,9 @@ public final class StallMonitor {
     private var killPolicy: KillPolicy?
     private var lastFrozenCheck: (time: Double, frozen: Bool)?
     /// libstallprobe.so in the target, when it was started with it preloaded.
-    public private(set) var loopProbe: LoopProbeReader?
-    private var lastIterations: UInt64?
-    private var lastFedTime = -Double.infinity
+    public var loopProbe: LoopProbeReader? { loopProbeEdges.reader }
+    /// Episode edges and loop turns from the loop probe (see the type).
+    private let loopProbeEdges: LoopProbeInterpreter
     private var lastCPUNanos: UInt64 = 0
     private var lastRunQueueNanos: UInt64 = 0
     /// In a batch process, the thread the main thread waits for, watched in its stead.
@@ -128,10 +128,10 @@ public final class StallMonitor {
         if let limit = options.killAfter, let pidfd {
             killPolicy = KillPolicy(limit: limit, grace: options.killGrace, pid: inspector.pid, pidfd: pidfd, log: log)
         }
-        loopProbe = LoopProbeReader(pid: inspector.pid, modules: inspector.modules)
+        let loopProbe = LoopProbeReader(pid: inspector.pid, modules: inspector.modules)
         turnTracker = try LoopTurnTracker(
             tid: inspector.pid, mode: options.loopTurns, hasLoopProbe: loopProbe != nil, log: log)
-        if options.loopTurns == .stackRule { loopProbe = nil }
+        loopProbeEdges = LoopProbeInterpreter(reader: options.loopTurns == .stackRule ? nil : loopProbe)
         // A process attached to long after it started is past its launch: use the loop threshold.
         var configuration = DetectorConfiguration(
             threshold: options.threshold, launchThreshold: options.launchThreshold,
@@ -231,7 +231,7 @@ public final class StallMonitor {
         let wasNested = inNestedWait
         let (cpuBefore, runQueueBefore) = (observedCPUNanos, observedRunQueueNanos)
         var observation = observe(at: now, turned: turned)
-        if let reader = loopProbe, let state = reader.read() {
+        if let state = loopProbeEdges.read() {
             observation = applyLoopProbe(state, to: observation)
         }
         // A compiled descendant busy at the first probe was so since it started: nothing ran
@@ -266,7 +266,7 @@ public final class StallMonitor {
         // On for a whole busy episode (a thread that blocks now and then would otherwise turn
         // it off and on every probe); batch processes are sampled by ptrace, as few as they are.
         inspector.setPerfSampling(tid: inspector.pid, busy: detector.isInEpisode && detector.phase != .batch)
-        lastFedTime = observation.time
+        loopProbeEdges.fed(at: observation.time)
         loopHealth.observe(at: observation.time, observation.activity)
         if observation.activity == .gone {
             handle(detector.finish(at: now, targetGone: true))
@@ -394,38 +394,11 @@ public final class StallMonitor {
         ioHint.clear()
     }
 
-    /// With the loop probe, episode edges are the loop's own: a busy episode ends at the first
-    /// idle wait since the last probe and the next begins when the last wait returned — exact
-    /// times, and loop turns shorter than the probe interval are not missed.
+    /// Episode edges and loop turns from the loop probe (see `LoopProbeInterpreter`).
     private func applyLoopProbe(_ state: LoopProbeReader.State, to observation: ThreadObservation) -> ThreadObservation {
-        defer { lastIterations = state.iterations }
-        if let last = lastIterations, state.iterations > last { turnTracker.addProbeTurns(state.iterations - last) }
-        var result = observation
-        guard observation.activity != .gone, observation.activity != .stopped else { return result }
-        let previous = lastIterations ?? state.iterations
-        func feed(_ nanos: UInt64, _ activity: ThreadActivity) {
-            let time = Double(nanos) / 1e9
-            guard nanos > 0, time > lastFedTime, time < observation.time else { return }
-            handle(
-                detector.observe(
-                    ThreadObservation(time: time, activity: activity, cpuNanos: observation.cpuNanos, runQueueNanos: observation.runQueueNanos)))
-            lastFedTime = time
-        }
-        if state.iterations > previous, detector.isInEpisode,
-            state.iterations - previous <= UInt64(LoopProbeReader.ringSize)
-        {
-            feed(state.wait(number: previous + 1).waitNanos, .idle)
-        }
-        if state.inWait {
-            result.activity = .idle
-        } else {
-            if !detector.isInEpisode, state.iterations > 0 {
-                feed(state.wait(number: state.iterations).wokeNanos, result.activity.isBusy ? result.activity : .running)
-            }
-            // Just out of the wait, /proc can still show the idle call for an instant.
-            if result.activity == .idle { result.activity = .running }
-        }
-        return result
+        loopProbeEdges.apply(
+            state, to: observation, isInEpisode: { detector.isInEpisode }, addTurns: { turnTracker.addProbeTurns($0) },
+            feed: { handle(detector.observe($0)) })
     }
 
     /// Ends the watch with the target still alive: an open stall is finalised.
