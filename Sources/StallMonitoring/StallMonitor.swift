@@ -37,7 +37,8 @@ public final class StallMonitor {
     private let classifier: ThreadStateClassifier
     private let log: (String) -> Void
     private let wallClockOffset: Double
-    private var identity: ProgramIdentity
+    /// Who the process is, and what the watch does when it exec'd or was renamed (see the type).
+    private let identity: IdentityActing
     private let hostname: String
 
     private var captureStatistics = CaptureStatistics()
@@ -150,7 +151,7 @@ public final class StallMonitor {
             bornAgo = age
         }
         wallClockOffset = Date().timeIntervalSince1970 - MonotonicTime.seconds()
-        identity = ProgramIdentity(of: inspector, redactArgv: options.redactArgv, unit: options.unit)
+        identity = IdentityActing(of: inspector, redactArgv: options.redactArgv, unit: options.unit, quiet: options.quiet, log: log)
         var host = [UInt8](repeating: 0, count: 256)
         gethostname(&host, host.count - 1)
         hostname = String(decoding: host.prefix { $0 != 0 }, as: UTF8.self)
@@ -181,8 +182,8 @@ public final class StallMonitor {
     /// init): its first busy stretch is dated from there.
     private var bornAgo: Double?
     private var bornAt: Double?
-    /// When the identity is looked at again (see the type).
-    private var identityChecks = IdentityCheckSchedule()
+    /// When the identity is looked at again (see `IdentityCheckSchedule`).
+    private var identityChecks: IdentityCheckSchedule { identity.checks }
     /// True once the target exited or `stop` was called.
     public private(set) var finished = false
 
@@ -219,7 +220,7 @@ public final class StallMonitor {
         startTime = now
         if let age = bornAgo.take() { bornAt = now - age }
         turnTracker.begin(at: now)
-        identityChecks.begin(at: now)
+        identity.begin(at: now)
     }
 
     /// One probe and, when due, one sample. Returns false once the target is gone.
@@ -287,26 +288,18 @@ public final class StallMonitor {
             // A shim that exec'd its program keeps its name (pyenv's `pytest` bash script
             // becomes the `pytest` Python script): the executable says it. Checked before a
             // sample, so the sample is read with the new program's modules.
-            if detector.phase == .batch, identity.executableChanged(in: inspector) { noteExec(at: now) }
+            if detector.phase == .batch, identity.executableChanged { identity.noteExec(at: now, in: self) }
             sample(at: now, activity: observation.activity)
             // A capture whose frames lay outside every known module re-read the maps, and
             // so may have been the first to see an exec (a child caught between its fork and
             // its exec): the reports must take the new name now, not never.
-            actOnIdentityChanges(at: now)
+            identity.actOnChanges(at: now, in: self)
         }
         if detector.isStalled { checkKillAfter(at: now) }
-        if identityChecks.checkDue(at: now) {
-            // Stat once a second, the maps only when it moved or every 30 s (see
-            // `IdentityCheckSchedule`). refreshModules tells an exec (a new executable or
-            // mapping) from a rename (the same ones under a new name).
-            if identityChecks.mapsDue(at: now) || statSaysIdentityMoved() {
-                checkIdentity(at: now)
-                identityChecks.mapsChecked(at: now)
-            }
-            identityChecks.didCheck(at: now)
+        if identity.checkIfDue(at: now, in: self) {
             for notice in InflationBudget.shared.drainNotices() { log("stallagent: " + notice) }
         }
-        if identityChecks.settleDue(at: now, readsLeft: identity.settleReadsLeft) { settleIdentity() }
+        identity.settleIfDue(at: now, in: self)
         if loopHealth.isDue(at: now) { recordLoopHealth(at: now) }
         if publisher.hasUnwrittenFinals { publisher.retryFinalReports(at: now, final: false) }
         return true
@@ -322,76 +315,6 @@ public final class StallMonitor {
                 time: Date(), seconds: line.seconds, pid: identity.process.pid, name: identity.process.name, hostname: hostname,
                 unit: options.unit, turns: line.turns, busySeconds: line.busySeconds,
                 longestTurnSeconds: line.longestTurnSeconds, evidence: loopTurnEvidence.rawValue))
-    }
-
-    /// A new name or stack base in a fresh stat since the last look (see `ProgramIdentity.moved`).
-    private func statSaysIdentityMoved() -> Bool {
-        probe.stat().map { identity.moved(name: $0.name, startStack: $0.startStack) } ?? false
-    }
-
-    /// Re-reads the maps and the name, and acts on an exec or a rename found.
-    private func checkIdentity(at now: Double) {
-        actOnIdentityChanges(at: now, mapsChanged: (try? inspector.refreshModules()) == true)
-    }
-
-    /// Acts on the execs and renames the inspector counted since the last look (see
-    /// `ProgramIdentity.change`).
-    private func actOnIdentityChanges(at now: Double, mapsChanged: Bool = false) {
-        switch identity.change(in: inspector, mapsChanged: mapsChanged) {
-        case .exec: noteExec(at: now)
-        case .rename: noteRename()
-        case nil: break
-        }
-    }
-
-    /// An identity read in the middle of an exec is read again, maps first (see
-    /// `ProgramIdentity.isHalfRead`).
-    private func settleIdentity() {
-        // Rebuilt only if the maps changed since (the program arriving in them): a forced
-        // rebuild at each of up to ten re-reads cost a module list and lookups each time.
-        _ = try? inspector.refreshModules()
-        if identity.settle(of: inspector) { summary.name = identity.process.name }
-    }
-
-    /// The same program under a new name: reports take it; the watch goes on as it was.
-    private func noteRename() {
-        let before = identity.process.name
-        identity.noteRename(of: inspector)
-        summary.name = identity.process.name
-        if !options.quiet, before != identity.process.name {
-            log("stallagent: \(before.terminalSafe) [\(inspector.pid)] is now called \(identity.process.name.terminalSafe); reports now name it so")
-        }
-    }
-
-    /// The process replaced its program (exec, e.g. pyenv's `bash` shim starting python): name
-    /// it by what it runs now, forget what belonged to the old program (its modules, wait
-    /// sites, loop and runner frames), and start its watch afresh.
-    private func noteExec(at now: Double) {
-        handle(detector.noteExec(at: now))
-        let before = identity.process.name
-        inspector.reidentify()
-        identity.noteExec(of: inspector)
-        summary.name = identity.process.name
-        if inspector.isGoProgram {
-            log(
-                "stallagent: \(before.terminalSafe) [\(inspector.pid)] exec'd \((identity.process.path ?? identity.process.name).terminalSafe), a Go program: "
-                    + "\(StallAgentError.goProgramPhrase); it is not watched any more")
-            summary.execdGoProgram = true
-            finished = true
-            return
-        }
-        if !options.quiet {
-            log(
-                "stallagent: \(before.terminalSafe) [\(inspector.pid)] exec'd \((identity.process.path ?? identity.process.name).terminalSafe); reports now name it \(identity.process.name.terminalSafe)"
-            )
-        }
-        workers.forget()
-        sampleSymbolizer.reset()
-        waitSites.reset()
-        parking.reset()
-        detector.setLoopFrames([])
-        lastClassification = nil
-        ioHint.clear()
     }
 
     /// Episode edges and loop turns from the loop probe (see `LoopProbeInterpreter`).
@@ -502,7 +425,7 @@ public final class StallMonitor {
         if stat.state == "Z" || stat.state == "X", let code = stat.exitCode {
             if code & 0x7f == 0 { detector.noteExit() } else { detector.noteKilled() }
         }
-        if identity.moved(name: stat.name, startStack: stat.startStack) { checkIdentity(at: now) }
+        identity.noteStat(name: stat.name, startStack: stat.startStack, at: now, in: self)
         let sched = probe.schedstat()
         var activity = classify(state: stat.state, syscall: syscall)
         var parkedIn: ProcSyscallInfo?
@@ -818,7 +741,7 @@ public final class StallMonitor {
 
     @discardableResult
     private func write(_ snapshot: StallSnapshot) -> StallReport {
-        if identity.settleReadsLeft > 0 { settleIdentity() }
+        if identity.settleReadsLeft > 0 { identity.settle(in: self) }
         let report = StallReport(snapshot: snapshot, context: context(for: snapshot))
         publisher.publish(report, of: snapshot)
         return report
@@ -840,6 +763,36 @@ public final class StallMonitor {
             let termination = killPolicy.check(stallID: id, age: age, at: now)
         else { return }
         publisher.ledger.noteTermination(termination, for: id)
+    }
+}
+
+/// An exec or a rename, as the watch takes it (see `IdentityActing`).
+extension StallMonitor: IdentityActing.Watch {
+    func statIdentity() -> (name: String, startStack: UInt64?)? {
+        probe.stat().map { ($0.name, $0.startStack) }
+    }
+
+    func execBegan(at now: Double) {
+        handle(detector.noteExec(at: now))
+    }
+
+    func processRenamed(_ name: String) {
+        summary.name = name
+    }
+
+    func execdGoProgram() {
+        summary.execdGoProgram = true
+        finished = true
+    }
+
+    func forgetOldProgram() {
+        workers.forget()
+        sampleSymbolizer.reset()
+        waitSites.reset()
+        parking.reset()
+        detector.setLoopFrames([])
+        lastClassification = nil
+        ioHint.clear()
     }
 }
 
