@@ -34,7 +34,8 @@ public final class StallMonitor {
     /// Time per state, turn lengths and loop health lines (see the type).
     private var loopHealth = LoopHealthRecorder()
     let probe: ThreadProbeFiles
-    private let classifier: ThreadStateClassifier
+    /// The thread's activity from /proc, classified again only when it changed (see the type).
+    private let activities: ActivityClassifier
     private let log: (String) -> Void
     private let wallClockOffset: Double
     /// Who the process is, and what the watch does when it exec'd or was renamed (see the type).
@@ -47,7 +48,6 @@ public final class StallMonitor {
     private let publisher: ReportPublisher
     /// With `--kill-after`.
     private var killPolicy: KillPolicy?
-    private var lastFrozenCheck: (time: Double, frozen: Bool)?
     /// libstallprobe.so in the target, when it was started with it preloaded.
     public var loopProbe: LoopProbeReader? { loopProbeEdges.reader }
     /// Episode edges and loop turns from the loop probe (see the type).
@@ -83,9 +83,6 @@ public final class StallMonitor {
     /// A futex wait the latest sample found under a lock-acquiring frame (see the type).
     private var lockHint = LockHint()
 
-    // The last classification and the /proc state it was made for.
-    private var lastClassification: (state: Character, syscall: ProcSyscallInfo?, activity: ThreadActivity)?
-
     public private(set) var summary: MonitorSummary
 
     /// `joinedAfterStart`: a wrapped command's descendant found after its start-up (see
@@ -115,11 +112,15 @@ public final class StallMonitor {
             followUp: { report, jsonPath in
                 DebuginfodFollowUp.symbolicateWhenFetched(report, jsonPath: jsonPath, debugDirectories: debugDirectories)
             })
-        classifier = ThreadStateClassifier(extraIdleSyscalls: options.extraIdleSyscalls)
+        let classifier = ThreadStateClassifier(extraIdleSyscalls: options.extraIdleSyscalls)
         waitSites = WaitSiteClassifier(
             idleSyscalls: classifier.idleSyscalls, busyFramePatterns: options.busyFramePatterns,
             idleFramePatterns: options.idleFramePatterns)
         inspector.classifier = classifier
+        let targetPid = inspector.pid
+        activities = ActivityClassifier(
+            classifier: classifier, hasIdleFrames: !options.idleFramePatterns.isEmpty, clock: MonotonicTime.seconds,
+            readFrozen: { CgroupFreezer.isFrozen(pid: targetPid) })
         inspector.perfSampling = options.perfSampling
         inspector.perfSamplePeriod = options.sampleInterval / 2
         probe = try ThreadProbeFiles(pid: inspector.pid, tid: inspector.pid)
@@ -476,7 +477,7 @@ public final class StallMonitor {
             activity: activity)
         {
             let inspector = self.inspector
-            activity = classifier.classify(state: seen.stat.state, syscall: seen.syscall, fileKind: { inspector.fileKind($0) }).activity
+            activity = activities.classifier.classify(state: seen.stat.state, syscall: seen.syscall, fileKind: { inspector.fileKind($0) }).activity
         }
         resetEpisodeStatisticsIfNeeded()
         lastCPUNanos = sched?.cpuNanos ?? lastCPUNanos
@@ -490,36 +491,12 @@ public final class StallMonitor {
     private var observedCPUNanos: UInt64 { lastCPUNanos &+ workers.cpuNanos }
     private var observedRunQueueNanos: UInt64 { lastRunQueueNanos &+ workers.runQueueNanos }
 
-    /// The thread's activity. A thread still in the very same call (identical /proc syscall
-    /// line and state) is not classified again: that would re-read its fd link and, with
-    /// --idle-frame, its stack on every probe while it waits.
+    /// The thread's activity (see `ActivityClassifier`).
     private func classify(state: Character, syscall: ProcSyscallInfo?) -> ThreadActivity {
-        if let last = lastClassification, last.state == state, last.syscall == syscall, syscall != .running {
-            return last.activity
-        }
         let inspector = self.inspector
-        var activity = classifier.classify(
-            state: state, syscall: syscall, fileKind: { fd in inspector.fileKind(fd) }
-        ).activity
-        if !options.idleFramePatterns.isEmpty, activity.isBusy, activity != .running, let syscall,
-            waitSites.isIdleByFrame(syscall: syscall, in: self)
-        {
-            activity = .idle
-        }
-        if state == "D", activity.isBusy, isFrozen() { activity = .stopped }
-        lastClassification = (state, syscall, activity)
-        return activity
-    }
-
-    /// A frozen cgroup's threads wait in `D`: stopped, not in I/O (`CgroupFreezer`). Read at
-    /// most every quarter second: a thread in `D` outside a system call is classified at
-    /// every probe.
-    private func isFrozen() -> Bool {
-        let now = MonotonicTime.seconds()
-        if let last = lastFrozenCheck, now - last.time < 0.25 { return last.frozen }
-        let frozen = CgroupFreezer.isFrozen(pid: inspector.pid)
-        lastFrozenCheck = (now, frozen)
-        return frozen
+        return activities.classify(
+            state: state, syscall: syscall, fileKind: { fd in inspector.fileKind(fd) },
+            idleByFrame: { waitSites.isIdleByFrame(syscall: $0, in: self) })
     }
 
     private func resetEpisodeStatisticsIfNeeded() {
@@ -791,7 +768,7 @@ extension StallMonitor: IdentityActing.Watch {
         waitSites.reset()
         parking.reset()
         detector.setLoopFrames([])
-        lastClassification = nil
+        activities.forget()
         ioHint.clear()
     }
 }
