@@ -52,8 +52,8 @@ public final class StallMonitor {
     public var loopProbe: LoopProbeReader? { loopProbeEdges.reader }
     /// Episode edges and loop turns from the loop probe (see the type).
     private let loopProbeEdges: LoopProbeInterpreter
-    private var lastCPUNanos: UInt64 = 0
-    private var lastRunQueueNanos: UInt64 = 0
+    /// CPU time, call and nesting the latest probe read (see the type).
+    private var readings = ProbeReadings()
     /// In a batch process, the thread the main thread waits for, watched in its stead.
     private let workers: WorkerDelegation
     /// Sleeps the agent on a thread settled in its wait (see the type).
@@ -64,7 +64,7 @@ public final class StallMonitor {
     public var loopTurnEvidence: LoopTurnEvidence { turnTracker.evidence }
     public var loopTurnsNote: String? { turnTracker.note }
     /// The system call the latest probe found the thread in.
-    private var probedSyscallNumber: Int?
+    private var probedSyscallNumber: Int? { readings.syscallNumber }
     /// Busy turns' lengths (each busy episode ends with a turn or idle).
     public var turnLengths: TurnLengthHistogram { loopHealth.turnLengths }
 
@@ -77,7 +77,7 @@ public final class StallMonitor {
     private var waitSites: WaitSiteClassifier
     private lazy var parking = ParkingClassifier(firstWaitIsParking: options.firstWaitIsParking)
     /// True while the latest probe found the thread in a wait nested inside work.
-    private var inNestedWait = false
+    private var inNestedWait: Bool { readings.inNestedWait }
     /// A running thread the latest sample found in file I/O counts as in I/O (see the type).
     private var ioHint = IOHint()
     /// A futex wait the latest sample found under a lock-acquiring frame (see the type).
@@ -403,9 +403,9 @@ public final class StallMonitor {
 
     private func observe(at now: Double, turned: Bool) -> ThreadObservation {
         let syscall = probe.syscall()
-        probedSyscallNumber = syscall?.syscallNumber
+        readings.syscallNumber = syscall?.syscallNumber
         let waitVerdict = syscall.flatMap { waitSiteVerdict($0, turned: turned) }
-        inNestedWait = waitVerdict == .nested
+        readings.inNestedWait = waitVerdict == .nested
         // The common case, an idle event loop, is decided by the syscall file alone: stat and
         // schedstat add nothing (a stopped thread in epoll_wait is "no stall" either way), and
         // skipping them halves the cost of an idle watch.
@@ -435,7 +435,7 @@ public final class StallMonitor {
             detector.phase != .batch
             && parking.parked(
                 in: syscall, activity: activity, learning: !waitSites.knowsLoop,
-                ran: sched.map { $0.cpuNanos > lastCPUNanos } ?? false)
+                ran: readings.ran(sched))
         if activity == .idle, waitVerdict == .nested {
             activity = waitSites.lastSiteWaitsForLock ? .lockWait : .blockedCall
         } else if activity == .blockedCall, let number = syscall?.syscallNumber,
@@ -480,16 +480,15 @@ public final class StallMonitor {
             activity = activities.classifier.classify(state: seen.stat.state, syscall: seen.syscall, fileKind: { inspector.fileKind($0) }).activity
         }
         resetEpisodeStatisticsIfNeeded()
-        lastCPUNanos = sched?.cpuNanos ?? lastCPUNanos
-        lastRunQueueNanos = sched?.runQueueNanos ?? lastRunQueueNanos
+        readings.took(sched)
         return ThreadObservation(
             time: now, activity: activity, cpuNanos: observedCPUNanos, runQueueNanos: observedRunQueueNanos)
     }
 
     /// The main thread's CPU and run-queue time, plus the followed workers' (see
     /// `WorkerThreadFollower`): one count that only grows.
-    private var observedCPUNanos: UInt64 { lastCPUNanos &+ workers.cpuNanos }
-    private var observedRunQueueNanos: UInt64 { lastRunQueueNanos &+ workers.runQueueNanos }
+    private var observedCPUNanos: UInt64 { readings.cpuNanos &+ workers.cpuNanos }
+    private var observedRunQueueNanos: UInt64 { readings.runQueueNanos &+ workers.runQueueNanos }
 
     /// The thread's activity (see `ActivityClassifier`).
     private func classify(state: Character, syscall: ProcSyscallInfo?) -> ThreadActivity {
@@ -538,7 +537,7 @@ public final class StallMonitor {
 
     private func sample(at now: Double, activity: ThreadActivity) {
         // No stop for a sample the kernel is about to take: asked again at the next probe.
-        if inspector.awaitsPerfSample(tid: inspector.pid, running: probe.lastSyscall == .running, cpuNanos: lastCPUNanos) {
+        if inspector.awaitsPerfSample(tid: inspector.pid, running: probe.lastSyscall == .running, cpuNanos: readings.cpuNanos) {
             return
         }
         // In the first half of the threshold, only without a stop (see `CapturePolicy`).
