@@ -142,15 +142,10 @@ public final class StallMonitor {
             loopTurnEvidence: turnTracker.evidence, batchThreshold: options.batchThreshold)
         configuration.batchJoinedAfterStart = joinedAfterStart
         detector = StallDetector(configuration: configuration)
-        // A compiled program found after its start (a ctest test binary, a Rust test binary under
-        // cargo: found half a threshold late) has been at its work since it started: its start-up
-        // takes milliseconds. An interpreter's takes a good part of a second (imports, pytest's
-        // collection) and is not its first test's.
-        if joinedAfterStart, options.batchThreshold != nil, let module = inspector.mainModule,
-            !AppFrameRule.isRuntimeModule(module.name)
-        {
-            bornAgo = age
-        }
+        let modules = inspector
+        watchStart = WatchStart(
+            age: age, joinedAfterStart: joinedAfterStart, batch: options.batchThreshold != nil,
+            mainModule: { modules.mainModule?.name })
         wallClockOffset = Date().timeIntervalSince1970 - MonotonicTime.seconds()
         identity = IdentityActing(of: inspector, redactArgv: options.redactArgv, unit: options.unit, quiet: options.quiet, log: log)
         var host = [UInt8](repeating: 0, count: 256)
@@ -178,11 +173,8 @@ public final class StallMonitor {
         return uptime - Double(stat.startTicks) / Double(sysconf(Int32(_SC_CLK_TCK)))
     }
 
-    private var startTime = 0.0
-    /// How long before the attach a compiled descendant found late started, then when (see
-    /// init): its first busy stretch is dated from there.
-    private var bornAgo: Double?
-    private var bornAt: Double?
+    /// When the watch began, and a compiled descendant's birth (see the type).
+    private var watchStart: WatchStart
     /// When the identity is looked at again (see `IdentityCheckSchedule`).
     private var identityChecks: IdentityCheckSchedule { identity.checks }
     /// True once the target exited or `stop` was called.
@@ -218,8 +210,7 @@ public final class StallMonitor {
 
     /// For drivers that step several monitors (the command wrapper).
     public func begin(at now: Double) {
-        startTime = now
-        if let age = bornAgo.take() { bornAt = now - age }
+        watchStart.begin(at: now)
         turnTracker.begin(at: now)
         identity.begin(at: now)
     }
@@ -238,7 +229,7 @@ public final class StallMonitor {
         }
         // A compiled descendant busy at the first probe was so since it started: nothing ran
         // on its thread before (CPU and run-queue time 0 at birth).
-        if let born = bornAt.take(), loopHealth.lastObservation == nil, observation.activity.isBusy, born < observation.time {
+        if let born = watchStart.takeBirth(), loopHealth.lastObservation == nil, observation.activity.isBusy, born < observation.time {
             handle(detector.observe(ThreadObservation(time: born, activity: observation.activity, cpuNanos: 0, runQueueNanos: 0)))
             loopHealth.observe(at: born, observation.activity)
         }
@@ -342,7 +333,7 @@ public final class StallMonitor {
         // Final reports still waiting on debuginfod downloads: a short wait, not the whole
         // deadline, so a hung server cannot hold up a wrapped command's exit for long.
         DebuginfodFollowUp.drain(timeout: min(Debuginfod.shared.maxSeconds, 10))
-        summary.watchedSeconds = MonotonicTime.seconds() - startTime
+        summary.watchedSeconds = MonotonicTime.seconds() - watchStart.time
         summary.loopTurnEvidence = loopTurnEvidence
         summary.loopTurns = loopTurnCount
         summary.longestTurn = turnLengths.longest
