@@ -20,12 +20,18 @@ public final class StallMonitor {
     public let inspector: ProcessInspector
     public let writer: ReportWriter
     private var detector: StallDetector
-    /// Per-fingerprint occurrence counts; the host agent persists them across restarts.
-    /// The host agent shares one book among the processes of a unit (workers stall alike).
-    public package(set) var fingerprints: StallFingerprintBook
-    /// When set, stall lines go here (as structured events) instead of to `log`: the host
-    /// agent sends them to the journal and counts them in the metrics.
-    public var stallEvents: ((StallMonitorEvent) -> Void)?
+    /// Per-fingerprint occurrence counts (see `StallAnnouncer.fingerprints`).
+    public package(set) var fingerprints: StallFingerprintBook {
+        get { announcer.fingerprints }
+        set { announcer.fingerprints = newValue }
+    }
+    /// When set, stall lines go here as structured events (see `StallAnnouncer.events`).
+    public var stallEvents: ((StallMonitorEvent) -> Void)? {
+        get { announcer.events }
+        set { announcer.events = newValue }
+    }
+    /// Whether a stall gets a report, and its lines (see the type).
+    private let announcer: StallAnnouncer
     /// Seconds the main thread spent in each state, from the probes.
     public var stateSeconds: [ThreadActivity: Double] { loopHealth.stateSeconds }
     /// Total time the target was stopped by captures, and captures made without a stop.
@@ -95,7 +101,9 @@ public final class StallMonitor {
         sampleSymbolizer = SampleSymbolizer(appFrames: AppFrameRule(patterns: options.appFramePatterns))
         let pidfd = options.killAfter == nil ? nil : KillPolicy.Pidfd(pid: pid)
         self.log = log
-        self.fingerprints = fingerprints
+        announcer = StallAnnouncer(
+            fingerprints: fingerprints, quiet: options.quiet, minimumReportInterval: options.minimumReportInterval, log: log,
+            wallClock: { Date().timeIntervalSince1970 })
         // Its age when the attach began, not after it: loading the modules' symbols can take
         // a second on a loaded machine, and a process attached to while young is launching.
         let age = StallMonitor.processAge(pid: pid)
@@ -638,24 +646,13 @@ public final class StallMonitor {
             switch event {
             case .stallStarted(let snapshot):
                 workers.stallStarted(snapshot.id)
-                let decision = fingerprints.record(
-                    snapshot.fingerprint, wallTime: Date().timeIntervalSince1970,
-                    minimumInterval: options.minimumReportInterval)
+                let decision = announcer.decide(snapshot)
                 publisher.ledger.open(snapshot.id, decision: decision)
                 refreshLockOwner(for: snapshot)
                 let report = write(snapshot)
-                if let stallEvents {
-                    stallEvents(
-                        .detected(
-                            report: report, reportPath: decision.shouldWriteReport ? publisher.ledger.reportPaths[snapshot.id]?.text : nil,
-                            message:
-                                "stall #\(snapshot.id) in \(inspector.name)[\(inspector.pid)] detected: \(workers.stalledThread(snapshot.id)) \(StallLedger.describe(snapshot, report)) for \(Format.seconds(snapshot.duration)) so far"
-                                + (decision.shouldWriteReport ? "" : " (seen before: \(decision.occurrence)×)")))
-                } else if !options.quiet {
-                    log(
-                        "stallagent: stall #\(snapshot.id) in \(inspector.name.terminalSafe)[\(inspector.pid)] detected: \(workers.stalledThread(snapshot.id).terminalSafe) \(StallLedger.describe(snapshot, report)) for \(Format.seconds(snapshot.duration)) so far"
-                            + (decision.shouldWriteReport ? "" : " (seen before: \(decision.occurrence)×)"))
-                }
+                announcer.detected(
+                    snapshot, report, decision: decision, reportPath: { publisher.ledger.reportPaths[snapshot.id]?.text },
+                    name: inspector.name, pid: inspector.pid, thread: workers.stalledThread(snapshot.id))
             case .stallUpdated(let snapshot):
                 refreshLockOwner(for: snapshot)
                 write(snapshot)
@@ -716,10 +713,10 @@ public final class StallMonitor {
 
     private func record(_ snapshot: StallSnapshot, _ report: StallReport) {
         let path = publisher.ledger.summaryPath(snapshot.id)
-        if stallEvents == nil, !options.quiet { log(StallSummaryLine.render(report, reportPath: path)) }
+        announcer.logEnded(report, reportPath: path)
         let stall = publisher.ledger.stall(snapshot, report)
         summary.record(stall)
-        stallEvents?(.ended(stall: stall, report: report, message: StallSummaryLine.render(report, reportPath: path)))
+        announcer.sendEnded(stall, report, reportPath: path)
         publisher.close(snapshot.id)
     }
 
