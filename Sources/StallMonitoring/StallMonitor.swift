@@ -43,10 +43,10 @@ public final class StallMonitor {
     /// The thread's activity from /proc, classified again only when it changed (see the type).
     private let activities: ActivityClassifier
     private let log: (String) -> Void
-    private let wallClockOffset: Double
     /// Who the process is, and what the watch does when it exec'd or was renamed (see the type).
     private let identity: IdentityActing
-    private let hostname: String
+    /// The host's name and the wall clock's offset, for reports (see the type).
+    private let stamp: HostStamp
 
     private var captureStatistics = CaptureStatistics()
 
@@ -154,11 +154,8 @@ public final class StallMonitor {
         watchStart = WatchStart(
             age: age, joinedAfterStart: joinedAfterStart, batch: options.batchThreshold != nil,
             mainModule: { modules.mainModule?.name })
-        wallClockOffset = Date().timeIntervalSince1970 - MonotonicTime.seconds()
+        stamp = HostStamp()
         identity = IdentityActing(of: inspector, redactArgv: options.redactArgv, unit: options.unit, quiet: options.quiet, log: log)
-        var host = [UInt8](repeating: 0, count: 256)
-        gethostname(&host, host.count - 1)
-        hostname = String(decoding: host.prefix { $0 != 0 }, as: UTF8.self)
         summary = MonitorSummary(
             pid: inspector.pid, name: inspector.name, watchedSeconds: 0,
             reportDirectory: URL(fileURLWithPath: options.reportDirectory).standardizedFileURL.path)
@@ -312,7 +309,7 @@ public final class StallMonitor {
         guard let line = loopHealth.close(at: now, turns: loopTurnCount, isLoop: { kind == .loop }) else { return }
         writer.appendLoopHealth(
             LoopHealthSample(
-                time: Date(), seconds: line.seconds, pid: identity.process.pid, name: identity.process.name, hostname: hostname,
+                time: Date(), seconds: line.seconds, pid: identity.process.pid, name: identity.process.name, hostname: stamp.hostname,
                 unit: options.unit, turns: line.turns, busySeconds: line.busySeconds,
                 longestTurnSeconds: line.longestTurnSeconds, evidence: loopTurnEvidence.rawValue))
     }
@@ -695,12 +692,12 @@ public final class StallMonitor {
                 unavailable: $0.unavailable?.rawValue)
         }
         return StallReportContext(
-            process: identity.process, thread: workers.stallWorker(snapshot.id) ?? identity.thread, wallClockOffset: wallClockOffset,
+            process: identity.process, thread: workers.stallWorker(snapshot.id) ?? identity.thread, wallClockOffset: stamp.wallClockOffset,
             resolveFrame: { [unowned self] frame, index in self.sampleSymbolizer.resolve(frame, index: index, in: self.inspector) },
             binaryImages: images, lockOwner: publisher.ledger.lockOwners[snapshot.id],
             agent: captureStatistics.episodeStats(samples: snapshot.sampleCount, probeInterval: options.probeInterval),
             termination: publisher.ledger.terminations[snapshot.id], occurrence: publisher.ledger.occurrence(snapshot.id),
-            hostname: hostname, loopTurnsNote: loopTurnsNote, samplingNote: sampleSymbolizer.samplingNote)
+            hostname: stamp.hostname, loopTurnsNote: loopTurnsNote, samplingNote: sampleSymbolizer.samplingNote)
     }
 
     @discardableResult
