@@ -84,10 +84,9 @@ public final class StallMonitor {
     private lazy var parking = ParkingClassifier(firstWaitIsParking: options.firstWaitIsParking)
     /// True while the latest probe found the thread in a wait nested inside work.
     private var inNestedWait: Bool { readings.inNestedWait }
-    /// A running thread the latest sample found in file I/O counts as in I/O (see the type).
-    private var ioHint = IOHint()
-    /// A futex wait the latest sample found under a lock-acquiring frame (see the type).
-    private var lockHint = LockHint()
+    /// A running thread the latest sample found in file I/O counts as in I/O, a futex wait it
+    /// found under a lock-acquiring frame as a lock wait (see the type).
+    private var hints = SampleHints()
 
     public private(set) var summary: MonitorSummary
 
@@ -260,7 +259,7 @@ public final class StallMonitor {
         {
             detector.useLoopTurnEvidence(.kernelCounter)
         }
-        if !observation.activity.isBusy { ioHint.clear() }
+        if !observation.activity.isBusy { hints.io.clear() }
         // On for a whole busy episode (a thread that blocks now and then would otherwise turn
         // it off and on every probe); batch processes are sampled by ptrace, as few as they are.
         inspector.setPerfSampling(tid: inspector.pid, busy: detector.isInEpisode && detector.phase != .batch)
@@ -444,10 +443,8 @@ public final class StallMonitor {
         } else if parkedNow {
             activity = .idle
             parkedIn = syscall
-        } else if activity == .running, ioHint.inFileIO {
-            activity = .ioWait
-        } else if activity == .blockedCall, lockHint.holds(in: syscall) {
-            activity = .lockWait
+        } else if let hinted = hints.correction(of: activity, in: syscall) {
+            activity = hinted
         }
         if activity == .idle, !options.busyFramePatterns.isEmpty, let syscall,
             waitSites.isBusyByFrame(syscall: syscall, in: self)
@@ -571,7 +568,7 @@ public final class StallMonitor {
                 handle(detector.noteLoopTurn(at: now))
                 return
             }
-            ioHint.learn(
+            hints.io.learn(
                 interruptedSyscall: snapshot.interruptedSyscall, stopped: snapshot.method == .ptraceStop,
                 fileKind: { inspector.fileKind($0) })
             if snapshot.method == .ptraceStop {
@@ -592,7 +589,7 @@ public final class StallMonitor {
             if sampledWorker == nil {
                 workers.learnWaitSite(batch: detector.phase == .batch, frames: sampled, syscall: snapshot.syscall)
             }
-            lockHint.learn(activity: activity, syscall: snapshot.syscall, frames: sampled)
+            hints.lock.learn(activity: activity, syscall: snapshot.syscall, frames: sampled)
             handle(
                 detector.record(
                     StackSample(
@@ -753,7 +750,7 @@ extension StallMonitor: IdentityActing.Watch {
         parking.reset()
         detector.setLoopFrames([])
         activities.forget()
-        ioHint.clear()
+        hints.io.clear()
     }
 }
 
