@@ -81,7 +81,6 @@ public final class StallMonitor {
     /// Loop turns seen so far (see `LoopTurnTracker.turns`), for metrics.
     public var loopTurnCount: UInt64 { turnTracker.count(stackRuleTurns: detector.stackRuleTurns) }
     private var waitSites: WaitSiteClassifier
-    private lazy var parking = ParkingClassifier(firstWaitIsParking: options.firstWaitIsParking)
     /// True while the latest probe found the thread in a wait nested inside work.
     private var inNestedWait: Bool { readings.inNestedWait }
     /// A running thread the latest sample found in file I/O counts as in I/O, a futex wait it
@@ -122,7 +121,7 @@ public final class StallMonitor {
         let classifier = ThreadStateClassifier(extraIdleSyscalls: options.extraIdleSyscalls)
         waitSites = WaitSiteClassifier(
             idleSyscalls: classifier.idleSyscalls, busyFramePatterns: options.busyFramePatterns,
-            idleFramePatterns: options.idleFramePatterns)
+            idleFramePatterns: options.idleFramePatterns, firstWaitIsParking: options.firstWaitIsParking)
         inspector.classifier = classifier
         let targetPid = inspector.pid
         activities = ActivityClassifier(
@@ -352,16 +351,16 @@ public final class StallMonitor {
     public var kind: ProcessKind {
         // A master parked before any loop wait showed (uvicorn's, pinging its workers through
         // poll) stays a supervisor.
-        if parking.parkedKind == .supervisor { return .supervisor }
+        if waitSites.parkedKind == .supervisor { return .supervisor }
         if waitSites.knowsLoop || (turnTracker.evidence != .stackRule && turnTracker.turns > 0) { return .loop }
-        if let parked = parking.parkedKind { return parked }
+        if let parked = waitSites.parkedKind { return parked }
         if options.batchThreshold != nil { return .batch }
         return .busy
     }
 
     private func noteParked(in syscall: ProcSyscallInfo) {
         let pid = inspector.pid
-        parking.noteParked(in: syscall) { (try? ProcFS.readText("/proc/\(pid)/task/\(pid)/children", pid: pid)) ?? "" }
+        waitSites.noteParked(in: syscall) { (try? ProcFS.readText("/proc/\(pid)/task/\(pid)/children", pid: pid)) ?? "" }
         wakeUp.noteParked(in: syscall)
     }
 
@@ -428,9 +427,7 @@ public final class StallMonitor {
         // Fed at every probe, so its first look is the agent's; learns only while no loop is known.
         let parkedNow =
             detector.phase != .batch
-            && parking.parked(
-                in: syscall, activity: activity, learning: !waitSites.knowsLoop,
-                ran: readings.ran(sched))
+            && waitSites.parked(in: syscall, activity: activity, ran: readings.ran(sched))
         if activity == .idle, waitVerdict == .nested {
             activity = waitSites.lastSiteWaitsForLock ? .lockWait : .blockedCall
         } else if activity == .blockedCall, let number = syscall?.syscallNumber,
@@ -747,7 +744,6 @@ extension StallMonitor: IdentityActing.Watch {
         workers.forget()
         sampleSymbolizer.reset()
         waitSites.reset()
-        parking.reset()
         detector.setLoopFrames([])
         activities.forget()
         hints.io.clear()
