@@ -646,19 +646,9 @@ public final class StallMonitor {
     /// While the main thread waits on a lock, find the owner chain (and a deadlock) and the
     /// owner's stack. Kept per stall: when the stall ends the lock is no longer awaited.
     private func refreshLockOwner(for snapshot: StallSnapshot) {
-        guard let chain = LockChainResolver(inspector: inspector).resolve(from: inspector.pid) else { return }
-        let ownerTid = chain.tids[1]
-        let (_, _, ownerState) = inspector.classify(tid: ownerTid)
-        var frames: [SymbolizedFrame] = []
-        if let (_, stack) = try? inspector.captureStack(tid: ownerTid, activity: ownerState.activity) {
-            frames = inspector.symbolizer.symbolize(stack)
-        }
-        publisher.ledger.setLockOwner(
-            ReportLockOwner(
-                tid: ownerTid, name: inspector.threadName(ownerTid), detail: ownerState.detail, frames: frames,
-                waitChain: chain.tids, deadlock: chain.deadlock),
-            for: snapshot.id)
-        if chain.deadlock && !snapshot.deadlock {
+        guard let owner = LockOwnerLookup.owner(from: inspector.pid, in: inspector) else { return }
+        publisher.ledger.setLockOwner(owner, for: snapshot.id)
+        if owner.deadlock && !snapshot.deadlock {
             handle(detector.setDeadlock(true, at: MonotonicTime.seconds()))
         }
     }
