@@ -349,13 +349,7 @@ public final class StallMonitor {
 
     /// What the process has shown itself to be so far (see `ProcessKind`).
     public var kind: ProcessKind {
-        // A master parked before any loop wait showed (uvicorn's, pinging its workers through
-        // poll) stays a supervisor.
-        if waitSites.parkedKind == .supervisor { return .supervisor }
-        if waitSites.knowsLoop || (turnTracker.evidence != .stackRule && turnTracker.turns > 0) { return .loop }
-        if let parked = waitSites.parkedKind { return parked }
-        if options.batchThreshold != nil { return .batch }
-        return .busy
+        waitSites.kind(countedTurns: turnTracker.evidence != .stackRule && turnTracker.turns > 0, batch: options.batchThreshold != nil)
     }
 
     private func noteParked(in syscall: ProcSyscallInfo) {

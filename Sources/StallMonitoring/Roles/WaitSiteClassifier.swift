@@ -71,6 +71,18 @@ struct WaitSiteClassifier {
     /// Supervisor or helper, once the process was seen parked (see `ParkingClassifier`).
     var parkedKind: ProcessKind? { parking.parkedKind }
 
+    /// What the process has shown itself to be (see `ProcessKind`). `countedTurns`: turns were
+    /// counted by evidence better than the stack rule; `batch`: a batch watch.
+    func kind(countedTurns: @autoclosure () -> Bool, batch: Bool) -> ProcessKind {
+        // A master parked before any loop wait showed (uvicorn's, pinging its workers through
+        // poll) stays a supervisor.
+        if parkedKind == .supervisor { return .supervisor }
+        if knowsLoop || countedTurns() { return .loop }
+        if let parked = parkedKind { return parked }
+        if batch { return .batch }
+        return .busy
+    }
+
     /// Whether the thread is in its parking wait (see `ParkingClassifier.parked`); new parking
     /// calls are learnt only while no loop is known.
     mutating func parked(in syscall: ProcSyscallInfo?, activity: ThreadActivity, ran: Bool) -> Bool {

@@ -221,3 +221,37 @@ extension WaitSiteClassifierTests {
         #expect(!first)
     }
 }
+
+/// What the process has shown itself to be, from its wait sites, its parking and its turns.
+extension WaitSiteClassifierTests {
+    @Test func theKindIsWhatTheWaitsShowed() {
+        let thread = FakeThread()
+        var sites = WaitSiteClassifier(idleSyscalls: [Self.epollWait], busyFramePatterns: [], idleFramePatterns: [], firstWaitIsParking: true)
+        #expect(sites.kind(countedTurns: false, batch: false) == .busy)
+        #expect(sites.kind(countedTurns: false, batch: true) == .batch)
+        #expect(sites.kind(countedTurns: true, batch: true) == .loop, "turns counted by a counter or the probe")
+        // Parked in a call with no children: a helper, unless a loop shows.
+        let pipeRead = ParkingClassifierTests.call(0)
+        _ = sites.parked(in: pipeRead, activity: .blockedCall, ran: false)
+        sites.noteParked(in: pipeRead) { "" }
+        #expect(sites.kind(countedTurns: false, batch: true) == .helper)
+        #expect(sites.kind(countedTurns: true, batch: false) == .loop)
+        let home = thread.wait(sp: 0x7ffd_1000, callers: [("main_loop", Self.app + 0x1234, 0x7ffd_1100)])
+        _ = sites.look(at: home, turned: false, evidence: .kernelCounter, in: thread)
+        #expect(sites.kind(countedTurns: false, batch: false) == .loop)
+        // A supervisor parked before its loop wait showed stays one.
+        var master = WaitSiteClassifier(idleSyscalls: [Self.epollWait], busyFramePatterns: [], idleFramePatterns: [], firstWaitIsParking: true)
+        let sigsuspend = ParkingClassifierTests.call(130)
+        master.noteParked(in: sigsuspend) { "" }
+        _ = master.look(at: home, turned: false, evidence: .kernelCounter, in: thread)
+        #expect(master.knowsLoop)
+        var asked = false
+        let kind = master.kind(
+            countedTurns: {
+                asked = true
+                return true
+            }(), batch: false)
+        #expect(kind == .supervisor)
+        #expect(!asked, "turns are not asked about once the kind is known")
+    }
+}
