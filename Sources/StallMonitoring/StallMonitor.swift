@@ -364,8 +364,7 @@ public final class StallMonitor {
     public func writeSnapshotReport(at now: Double) -> TimeoutSnapshot {
         let (_, _, classification) = inspector.classify(tid: inspector.pid)
         var sample: StackSample?
-        if let (_, stack) = try? inspector.captureStack(tid: inspector.pid, activity: classification.activity) {
-            let frames = inspector.symbolizer.symbolize(stack)
+        if let frames = inspector.namedStack(of: inspector.pid, activity: classification.activity) {
             sampleSymbolizer.remember(frames)
             sample = StackSample(
                 time: now, activity: classification.activity,
@@ -373,15 +372,7 @@ public final class StallMonitor {
         }
         let snapshot = detector.captureSnapshot(at: now, idleSample: sample)
         let report = StallReport(snapshot: snapshot, context: context(for: snapshot))
-        var path: String?
-        do {
-            path = try writer.write(report, folded: nil).text
-        } catch ReportWriteError.formatsFailed(let paths, let failures) {
-            path = paths.text
-            log("stallagent: warning: snapshot report written without \(failures.joined(separator: "; "))")
-        } catch {
-            log("stallagent: warning: could not write the snapshot report: \(error)")
-        }
+        let path = publisher.writeSnapshot(report)
         return TimeoutSnapshot(
             pid: inspector.pid, name: inspector.name, reportPath: path, topFunction: StallLedger.culprit(snapshot, report),
             activity: classification.detail.isEmpty ? classification.activity.rawValue : classification.detail)
