@@ -20,12 +20,18 @@ public final class StallMonitor {
     public let inspector: ProcessInspector
     public let writer: ReportWriter
     private var detector: StallDetector
-    /// Per-fingerprint occurrence counts; the host agent persists them across restarts.
-    /// The host agent shares one book among the processes of a unit (workers stall alike).
-    public package(set) var fingerprints: StallFingerprintBook
-    /// When set, stall lines go here (as structured events) instead of to `log`: the host
-    /// agent sends them to the journal and counts them in the metrics.
-    public var stallEvents: ((StallMonitorEvent) -> Void)?
+    /// Per-fingerprint occurrence counts (see `StallAnnouncer.fingerprints`).
+    public package(set) var fingerprints: StallFingerprintBook {
+        get { announcer.fingerprints }
+        set { announcer.fingerprints = newValue }
+    }
+    /// When set, stall lines go here as structured events (see `StallAnnouncer.events`).
+    public var stallEvents: ((StallMonitorEvent) -> Void)? {
+        get { announcer.events }
+        set { announcer.events = newValue }
+    }
+    /// Whether a stall gets a report, and its lines (see the type).
+    private let announcer: StallAnnouncer
     /// Seconds the main thread spent in each state, from the probes.
     public var stateSeconds: [ThreadActivity: Double] { loopHealth.stateSeconds }
     /// Total time the target was stopped by captures, and captures made without a stop.
@@ -34,11 +40,13 @@ public final class StallMonitor {
     /// Time per state, turn lengths and loop health lines (see the type).
     private var loopHealth = LoopHealthRecorder()
     let probe: ThreadProbeFiles
-    private let classifier: ThreadStateClassifier
+    /// The thread's activity from /proc, classified again only when it changed (see the type).
+    private let activities: ActivityClassifier
     private let log: (String) -> Void
-    private let wallClockOffset: Double
-    private var identity: ProgramIdentity
-    private let hostname: String
+    /// Who the process is, and what the watch does when it exec'd or was renamed (see the type).
+    private let identity: IdentityActing
+    /// The host's name and the wall clock's offset, for reports (see the type).
+    private let stamp: HostStamp
 
     private var captureStatistics = CaptureStatistics()
 
@@ -46,13 +54,12 @@ public final class StallMonitor {
     private let publisher: ReportPublisher
     /// With `--kill-after`.
     private var killPolicy: KillPolicy?
-    private var lastFrozenCheck: (time: Double, frozen: Bool)?
     /// libstallprobe.so in the target, when it was started with it preloaded.
-    public private(set) var loopProbe: LoopProbeReader?
-    private var lastIterations: UInt64?
-    private var lastFedTime = -Double.infinity
-    private var lastCPUNanos: UInt64 = 0
-    private var lastRunQueueNanos: UInt64 = 0
+    public var loopProbe: LoopProbeReader? { loopProbeEdges.reader }
+    /// Episode edges and loop turns from the loop probe (see the type).
+    private let loopProbeEdges: LoopProbeInterpreter
+    /// CPU time, call and nesting the latest probe read (see the type).
+    private var readings = ProbeReadings()
     /// In a batch process, the thread the main thread waits for, watched in its stead.
     private let workers: WorkerDelegation
     /// Sleeps the agent on a thread settled in its wait (see the type).
@@ -63,7 +70,7 @@ public final class StallMonitor {
     public var loopTurnEvidence: LoopTurnEvidence { turnTracker.evidence }
     public var loopTurnsNote: String? { turnTracker.note }
     /// The system call the latest probe found the thread in.
-    private var probedSyscallNumber: Int?
+    private var probedSyscallNumber: Int? { readings.syscallNumber }
     /// Busy turns' lengths (each busy episode ends with a turn or idle).
     public var turnLengths: TurnLengthHistogram { loopHealth.turnLengths }
 
@@ -74,16 +81,11 @@ public final class StallMonitor {
     /// Loop turns seen so far (see `LoopTurnTracker.turns`), for metrics.
     public var loopTurnCount: UInt64 { turnTracker.count(stackRuleTurns: detector.stackRuleTurns) }
     private var waitSites: WaitSiteClassifier
-    private lazy var parking = ParkingClassifier(firstWaitIsParking: options.firstWaitIsParking)
     /// True while the latest probe found the thread in a wait nested inside work.
-    private var inNestedWait = false
-    /// A running thread the latest sample found in file I/O counts as in I/O (see the type).
-    private var ioHint = IOHint()
-    /// A futex wait the latest sample found under a lock-acquiring frame (see the type).
-    private var lockHint = LockHint()
-
-    // The last classification and the /proc state it was made for.
-    private var lastClassification: (state: Character, syscall: ProcSyscallInfo?, activity: ThreadActivity)?
+    private var inNestedWait: Bool { readings.inNestedWait }
+    /// A running thread the latest sample found in file I/O counts as in I/O, a futex wait it
+    /// found under a lock-acquiring frame as a lock wait (see the type).
+    private var hints = SampleHints()
 
     public private(set) var summary: MonitorSummary
 
@@ -97,7 +99,9 @@ public final class StallMonitor {
         sampleSymbolizer = SampleSymbolizer(appFrames: AppFrameRule(patterns: options.appFramePatterns))
         let pidfd = options.killAfter == nil ? nil : KillPolicy.Pidfd(pid: pid)
         self.log = log
-        self.fingerprints = fingerprints
+        announcer = StallAnnouncer(
+            fingerprints: fingerprints, quiet: options.quiet, minimumReportInterval: options.minimumReportInterval, log: log,
+            wallClock: { Date().timeIntervalSince1970 })
         // Its age when the attach began, not after it: loading the modules' symbols can take
         // a second on a loaded machine, and a process attached to while young is launching.
         let age = StallMonitor.processAge(pid: pid)
@@ -114,11 +118,15 @@ public final class StallMonitor {
             followUp: { report, jsonPath in
                 DebuginfodFollowUp.symbolicateWhenFetched(report, jsonPath: jsonPath, debugDirectories: debugDirectories)
             })
-        classifier = ThreadStateClassifier(extraIdleSyscalls: options.extraIdleSyscalls)
+        let classifier = ThreadStateClassifier(extraIdleSyscalls: options.extraIdleSyscalls)
         waitSites = WaitSiteClassifier(
             idleSyscalls: classifier.idleSyscalls, busyFramePatterns: options.busyFramePatterns,
-            idleFramePatterns: options.idleFramePatterns)
+            idleFramePatterns: options.idleFramePatterns, firstWaitIsParking: options.firstWaitIsParking)
         inspector.classifier = classifier
+        let targetPid = inspector.pid
+        activities = ActivityClassifier(
+            classifier: classifier, hasIdleFrames: !options.idleFramePatterns.isEmpty, clock: MonotonicTime.seconds,
+            readFrozen: { CgroupFreezer.isFrozen(pid: targetPid) })
         inspector.perfSampling = options.perfSampling
         inspector.perfSamplePeriod = options.sampleInterval / 2
         probe = try ThreadProbeFiles(pid: inspector.pid, tid: inspector.pid)
@@ -128,10 +136,10 @@ public final class StallMonitor {
         if let limit = options.killAfter, let pidfd {
             killPolicy = KillPolicy(limit: limit, grace: options.killGrace, pid: inspector.pid, pidfd: pidfd, log: log)
         }
-        loopProbe = LoopProbeReader(pid: inspector.pid, modules: inspector.modules)
+        let loopProbe = LoopProbeReader(pid: inspector.pid, modules: inspector.modules)
         turnTracker = try LoopTurnTracker(
             tid: inspector.pid, mode: options.loopTurns, hasLoopProbe: loopProbe != nil, log: log)
-        if options.loopTurns == .stackRule { loopProbe = nil }
+        loopProbeEdges = LoopProbeInterpreter(reader: options.loopTurns == .stackRule ? nil : loopProbe)
         // A process attached to long after it started is past its launch: use the loop threshold.
         var configuration = DetectorConfiguration(
             threshold: options.threshold, launchThreshold: options.launchThreshold,
@@ -140,20 +148,12 @@ public final class StallMonitor {
             loopTurnEvidence: turnTracker.evidence, batchThreshold: options.batchThreshold)
         configuration.batchJoinedAfterStart = joinedAfterStart
         detector = StallDetector(configuration: configuration)
-        // A compiled program found after its start (a ctest test binary, a Rust test binary under
-        // cargo: found half a threshold late) has been at its work since it started: its start-up
-        // takes milliseconds. An interpreter's takes a good part of a second (imports, pytest's
-        // collection) and is not its first test's.
-        if joinedAfterStart, options.batchThreshold != nil, let module = inspector.mainModule,
-            !AppFrameRule.isRuntimeModule(module.name)
-        {
-            bornAgo = age
-        }
-        wallClockOffset = Date().timeIntervalSince1970 - MonotonicTime.seconds()
-        identity = ProgramIdentity(of: inspector, redactArgv: options.redactArgv, unit: options.unit)
-        var host = [UInt8](repeating: 0, count: 256)
-        gethostname(&host, host.count - 1)
-        hostname = String(decoding: host.prefix { $0 != 0 }, as: UTF8.self)
+        let modules = inspector
+        watchStart = WatchStart(
+            age: age, joinedAfterStart: joinedAfterStart, batch: options.batchThreshold != nil,
+            mainModule: { modules.mainModule?.name })
+        stamp = HostStamp()
+        identity = IdentityActing(of: inspector, redactArgv: options.redactArgv, unit: options.unit, quiet: options.quiet, log: log)
         summary = MonitorSummary(
             pid: inspector.pid, name: inspector.name, watchedSeconds: 0,
             reportDirectory: URL(fileURLWithPath: options.reportDirectory).standardizedFileURL.path)
@@ -176,13 +176,10 @@ public final class StallMonitor {
         return uptime - Double(stat.startTicks) / Double(sysconf(Int32(_SC_CLK_TCK)))
     }
 
-    private var startTime = 0.0
-    /// How long before the attach a compiled descendant found late started, then when (see
-    /// init): its first busy stretch is dated from there.
-    private var bornAgo: Double?
-    private var bornAt: Double?
-    /// When the identity is looked at again (see the type).
-    private var identityChecks = IdentityCheckSchedule()
+    /// When the watch began, and a compiled descendant's birth (see the type).
+    private var watchStart: WatchStart
+    /// When the identity is looked at again (see `IdentityCheckSchedule`).
+    private var identityChecks: IdentityCheckSchedule { identity.checks }
     /// True once the target exited or `stop` was called.
     public private(set) var finished = false
 
@@ -216,10 +213,9 @@ public final class StallMonitor {
 
     /// For drivers that step several monitors (the command wrapper).
     public func begin(at now: Double) {
-        startTime = now
-        if let age = bornAgo.take() { bornAt = now - age }
+        watchStart.begin(at: now)
         turnTracker.begin(at: now)
-        identityChecks.begin(at: now)
+        identity.begin(at: now)
     }
 
     /// One probe and, when due, one sample. Returns false once the target is gone.
@@ -232,12 +228,12 @@ public final class StallMonitor {
         let wasNested = inNestedWait
         let (cpuBefore, runQueueBefore) = (observedCPUNanos, observedRunQueueNanos)
         var observation = observe(at: now, turned: turned)
-        if let reader = loopProbe, let state = reader.read() {
+        if let state = loopProbeEdges.read() {
             observation = applyLoopProbe(state, to: observation)
         }
         // A compiled descendant busy at the first probe was so since it started: nothing ran
         // on its thread before (CPU and run-queue time 0 at birth).
-        if let born = bornAt.take(), loopHealth.lastObservation == nil, observation.activity.isBusy, born < observation.time {
+        if let born = watchStart.takeBirth(), loopHealth.lastObservation == nil, observation.activity.isBusy, born < observation.time {
             handle(detector.observe(ThreadObservation(time: born, activity: observation.activity, cpuNanos: 0, runQueueNanos: 0)))
             loopHealth.observe(at: born, observation.activity)
         }
@@ -266,11 +262,11 @@ public final class StallMonitor {
         case .countersOpened: detector.useLoopTurnEvidence(.kernelCounter)
         case .fellBackToStackRule: detector.useLoopTurnEvidence(.stackRule)
         }
-        if !observation.activity.isBusy { ioHint.clear() }
+        if !observation.activity.isBusy { hints.io.clear() }
         // On for a whole busy episode (a thread that blocks now and then would otherwise turn
         // it off and on every probe); batch processes are sampled by ptrace, as few as they are.
         inspector.setPerfSampling(tid: inspector.pid, busy: detector.isInEpisode && detector.phase != .batch)
-        lastFedTime = observation.time
+        loopProbeEdges.fed(at: observation.time)
         loopHealth.observe(at: observation.time, observation.activity)
         if observation.activity == .gone {
             handle(detector.finish(at: now, targetGone: true))
@@ -291,26 +287,18 @@ public final class StallMonitor {
             // A shim that exec'd its program keeps its name (pyenv's `pytest` bash script
             // becomes the `pytest` Python script): the executable says it. Checked before a
             // sample, so the sample is read with the new program's modules.
-            if detector.phase == .batch, identity.executableChanged(in: inspector) { noteExec(at: now) }
+            if detector.phase == .batch, identity.executableChanged { identity.noteExec(at: now, in: self) }
             sample(at: now, activity: observation.activity)
             // A capture whose frames lay outside every known module re-read the maps, and
             // so may have been the first to see an exec (a child caught between its fork and
             // its exec): the reports must take the new name now, not never.
-            actOnIdentityChanges(at: now)
+            identity.actOnChanges(at: now, in: self)
         }
         if detector.isStalled { checkKillAfter(at: now) }
-        if identityChecks.checkDue(at: now) {
-            // Stat once a second, the maps only when it moved or every 30 s (see
-            // `IdentityCheckSchedule`). refreshModules tells an exec (a new executable or
-            // mapping) from a rename (the same ones under a new name).
-            if identityChecks.mapsDue(at: now) || statSaysIdentityMoved() {
-                checkIdentity(at: now)
-                identityChecks.mapsChecked(at: now)
-            }
-            identityChecks.didCheck(at: now)
+        if identity.checkIfDue(at: now, in: self) {
             for notice in InflationBudget.shared.drainNotices() { log("stallagent: " + notice) }
         }
-        if identityChecks.settleDue(at: now, readsLeft: identity.settleReadsLeft) { settleIdentity() }
+        identity.settleIfDue(at: now, in: self)
         if loopHealth.isDue(at: now) { recordLoopHealth(at: now) }
         if publisher.hasUnwrittenFinals { publisher.retryFinalReports(at: now, final: false) }
         return true
@@ -323,113 +311,16 @@ public final class StallMonitor {
         guard let line = loopHealth.close(at: now, turns: loopTurnCount, isLoop: { kind == .loop }) else { return }
         writer.appendLoopHealth(
             LoopHealthSample(
-                time: Date(), seconds: line.seconds, pid: identity.process.pid, name: identity.process.name, hostname: hostname,
+                time: Date(), seconds: line.seconds, pid: identity.process.pid, name: identity.process.name, hostname: stamp.hostname,
                 unit: options.unit, turns: line.turns, busySeconds: line.busySeconds,
                 longestTurnSeconds: line.longestTurnSeconds, evidence: loopTurnEvidence.rawValue))
     }
 
-    /// A new name or stack base in a fresh stat since the last look (see `ProgramIdentity.moved`).
-    private func statSaysIdentityMoved() -> Bool {
-        probe.stat().map { identity.moved(name: $0.name, startStack: $0.startStack) } ?? false
-    }
-
-    /// Re-reads the maps and the name, and acts on an exec or a rename found.
-    private func checkIdentity(at now: Double) {
-        actOnIdentityChanges(at: now, mapsChanged: (try? inspector.refreshModules()) == true)
-    }
-
-    /// Acts on the execs and renames the inspector counted since the last look (see
-    /// `ProgramIdentity.change`).
-    private func actOnIdentityChanges(at now: Double, mapsChanged: Bool = false) {
-        switch identity.change(in: inspector, mapsChanged: mapsChanged) {
-        case .exec: noteExec(at: now)
-        case .rename: noteRename()
-        case nil: break
-        }
-    }
-
-    /// An identity read in the middle of an exec is read again, maps first (see
-    /// `ProgramIdentity.isHalfRead`).
-    private func settleIdentity() {
-        // Rebuilt only if the maps changed since (the program arriving in them): a forced
-        // rebuild at each of up to ten re-reads cost a module list and lookups each time.
-        _ = try? inspector.refreshModules()
-        if identity.settle(of: inspector) { summary.name = identity.process.name }
-    }
-
-    /// The same program under a new name: reports take it; the watch goes on as it was.
-    private func noteRename() {
-        let before = identity.process.name
-        identity.noteRename(of: inspector)
-        summary.name = identity.process.name
-        if !options.quiet, before != identity.process.name {
-            log("stallagent: \(before.terminalSafe) [\(inspector.pid)] is now called \(identity.process.name.terminalSafe); reports now name it so")
-        }
-    }
-
-    /// The process replaced its program (exec, e.g. pyenv's `bash` shim starting python): name
-    /// it by what it runs now, forget what belonged to the old program (its modules, wait
-    /// sites, loop and runner frames), and start its watch afresh.
-    private func noteExec(at now: Double) {
-        handle(detector.noteExec(at: now))
-        let before = identity.process.name
-        inspector.reidentify()
-        identity.noteExec(of: inspector)
-        summary.name = identity.process.name
-        if inspector.isGoProgram {
-            log(
-                "stallagent: \(before.terminalSafe) [\(inspector.pid)] exec'd \((identity.process.path ?? identity.process.name).terminalSafe), a Go program: "
-                    + "\(StallAgentError.goProgramPhrase); it is not watched any more")
-            summary.execdGoProgram = true
-            finished = true
-            return
-        }
-        if !options.quiet {
-            log(
-                "stallagent: \(before.terminalSafe) [\(inspector.pid)] exec'd \((identity.process.path ?? identity.process.name).terminalSafe); reports now name it \(identity.process.name.terminalSafe)"
-            )
-        }
-        workers.forget()
-        sampleSymbolizer.reset()
-        waitSites.reset()
-        parking.reset()
-        detector.setLoopFrames([])
-        lastClassification = nil
-        ioHint.clear()
-    }
-
-    /// With the loop probe, episode edges are the loop's own: a busy episode ends at the first
-    /// idle wait since the last probe and the next begins when the last wait returned — exact
-    /// times, and loop turns shorter than the probe interval are not missed.
+    /// Episode edges and loop turns from the loop probe (see `LoopProbeInterpreter`).
     private func applyLoopProbe(_ state: LoopProbeReader.State, to observation: ThreadObservation) -> ThreadObservation {
-        defer { lastIterations = state.iterations }
-        if let last = lastIterations, state.iterations > last { turnTracker.addProbeTurns(state.iterations - last) }
-        var result = observation
-        guard observation.activity != .gone, observation.activity != .stopped else { return result }
-        let previous = lastIterations ?? state.iterations
-        func feed(_ nanos: UInt64, _ activity: ThreadActivity) {
-            let time = Double(nanos) / 1e9
-            guard nanos > 0, time > lastFedTime, time < observation.time else { return }
-            handle(
-                detector.observe(
-                    ThreadObservation(time: time, activity: activity, cpuNanos: observation.cpuNanos, runQueueNanos: observation.runQueueNanos)))
-            lastFedTime = time
-        }
-        if state.iterations > previous, detector.isInEpisode,
-            state.iterations - previous <= UInt64(LoopProbeReader.ringSize)
-        {
-            feed(state.wait(number: previous + 1).waitNanos, .idle)
-        }
-        if state.inWait {
-            result.activity = .idle
-        } else {
-            if !detector.isInEpisode, state.iterations > 0 {
-                feed(state.wait(number: state.iterations).wokeNanos, result.activity.isBusy ? result.activity : .running)
-            }
-            // Just out of the wait, /proc can still show the idle call for an instant.
-            if result.activity == .idle { result.activity = .running }
-        }
-        return result
+        loopProbeEdges.apply(
+            state, to: observation, isInEpisode: { detector.isInEpisode }, addTurns: { turnTracker.addProbeTurns($0) },
+            feed: { handle(detector.observe($0)) })
     }
 
     /// Ends the watch with the target still alive: an open stall is finalised.
@@ -449,7 +340,7 @@ public final class StallMonitor {
         // Final reports still waiting on debuginfod downloads: a short wait, not the whole
         // deadline, so a hung server cannot hold up a wrapped command's exit for long.
         DebuginfodFollowUp.drain(timeout: min(Debuginfod.shared.maxSeconds, 10))
-        summary.watchedSeconds = MonotonicTime.seconds() - startTime
+        summary.watchedSeconds = MonotonicTime.seconds() - watchStart.time
         summary.loopTurnEvidence = loopTurnEvidence
         summary.loopTurns = loopTurnCount
         summary.longestTurn = turnLengths.longest
@@ -462,18 +353,12 @@ public final class StallMonitor {
 
     /// What the process has shown itself to be so far (see `ProcessKind`).
     public var kind: ProcessKind {
-        // A master parked before any loop wait showed (uvicorn's, pinging its workers through
-        // poll) stays a supervisor.
-        if parking.parkedKind == .supervisor { return .supervisor }
-        if waitSites.knowsLoop || (turnTracker.evidence != .stackRule && turnTracker.turns > 0) { return .loop }
-        if let parked = parking.parkedKind { return parked }
-        if options.batchThreshold != nil { return .batch }
-        return .busy
+        waitSites.kind(countedTurns: turnTracker.evidence != .stackRule && turnTracker.turns > 0, batch: options.batchThreshold != nil)
     }
 
     private func noteParked(in syscall: ProcSyscallInfo) {
         let pid = inspector.pid
-        parking.noteParked(in: syscall) { (try? ProcFS.readText("/proc/\(pid)/task/\(pid)/children", pid: pid)) ?? "" }
+        waitSites.noteParked(in: syscall) { (try? ProcFS.readText("/proc/\(pid)/task/\(pid)/children", pid: pid)) ?? "" }
         wakeUp.noteParked(in: syscall)
     }
 
@@ -483,8 +368,7 @@ public final class StallMonitor {
     public func writeSnapshotReport(at now: Double) -> TimeoutSnapshot {
         let (_, _, classification) = inspector.classify(tid: inspector.pid)
         var sample: StackSample?
-        if let (_, stack) = try? inspector.captureStack(tid: inspector.pid, activity: classification.activity) {
-            let frames = inspector.symbolizer.symbolize(stack)
+        if let frames = inspector.namedStack(of: inspector.pid, activity: classification.activity) {
             sampleSymbolizer.remember(frames)
             sample = StackSample(
                 time: now, activity: classification.activity,
@@ -492,15 +376,7 @@ public final class StallMonitor {
         }
         let snapshot = detector.captureSnapshot(at: now, idleSample: sample)
         let report = StallReport(snapshot: snapshot, context: context(for: snapshot))
-        var path: String?
-        do {
-            path = try writer.write(report, folded: nil).text
-        } catch ReportWriteError.formatsFailed(let paths, let failures) {
-            path = paths.text
-            log("stallagent: warning: snapshot report written without \(failures.joined(separator: "; "))")
-        } catch {
-            log("stallagent: warning: could not write the snapshot report: \(error)")
-        }
+        let path = publisher.writeSnapshot(report)
         return TimeoutSnapshot(
             pid: inspector.pid, name: inspector.name, reportPath: path, topFunction: StallLedger.culprit(snapshot, report),
             activity: classification.detail.isEmpty ? classification.activity.rawValue : classification.detail)
@@ -510,9 +386,9 @@ public final class StallMonitor {
 
     private func observe(at now: Double, turned: Bool) -> ThreadObservation {
         let syscall = probe.syscall()
-        probedSyscallNumber = syscall?.syscallNumber
+        readings.syscallNumber = syscall?.syscallNumber
         let waitVerdict = syscall.flatMap { waitSiteVerdict($0, turned: turned) }
-        inNestedWait = waitVerdict == .nested
+        readings.inNestedWait = waitVerdict == .nested
         // The common case, an idle event loop, is decided by the syscall file alone: stat and
         // schedstat add nothing (a stopped thread in epoll_wait is "no stall" either way), and
         // skipping them halves the cost of an idle watch.
@@ -533,16 +409,14 @@ public final class StallMonitor {
         if stat.state == "Z" || stat.state == "X", let code = stat.exitCode {
             if code & 0x7f == 0 { detector.noteExit() } else { detector.noteKilled() }
         }
-        if identity.moved(name: stat.name, startStack: stat.startStack) { checkIdentity(at: now) }
+        identity.noteStat(name: stat.name, startStack: stat.startStack, at: now, in: self)
         let sched = probe.schedstat()
         var activity = classify(state: stat.state, syscall: syscall)
         var parkedIn: ProcSyscallInfo?
         // Fed at every probe, so its first look is the agent's; learns only while no loop is known.
         let parkedNow =
             detector.phase != .batch
-            && parking.parked(
-                in: syscall, activity: activity, learning: !waitSites.knowsLoop,
-                ran: sched.map { $0.cpuNanos > lastCPUNanos } ?? false)
+            && waitSites.parked(in: syscall, activity: activity, ran: readings.ran(sched))
         if activity == .idle, waitVerdict == .nested {
             activity = waitSites.lastSiteWaitsForLock ? .lockWait : .blockedCall
         } else if activity == .blockedCall, let number = syscall?.syscallNumber,
@@ -555,10 +429,8 @@ public final class StallMonitor {
         } else if parkedNow {
             activity = .idle
             parkedIn = syscall
-        } else if activity == .running, ioHint.inFileIO {
-            activity = .ioWait
-        } else if activity == .blockedCall, lockHint.holds(in: syscall) {
-            activity = .lockWait
+        } else if let hinted = hints.correction(of: activity, in: syscall) {
+            activity = hinted
         }
         if activity == .idle, !options.busyFramePatterns.isEmpty, let syscall,
             waitSites.isBusyByFrame(syscall: syscall, in: self)
@@ -584,50 +456,25 @@ public final class StallMonitor {
             activity: activity)
         {
             let inspector = self.inspector
-            activity = classifier.classify(state: seen.stat.state, syscall: seen.syscall, fileKind: { inspector.fileKind($0) }).activity
+            activity = activities.classifier.classify(state: seen.stat.state, syscall: seen.syscall, fileKind: { inspector.fileKind($0) }).activity
         }
         resetEpisodeStatisticsIfNeeded()
-        lastCPUNanos = sched?.cpuNanos ?? lastCPUNanos
-        lastRunQueueNanos = sched?.runQueueNanos ?? lastRunQueueNanos
+        readings.took(sched)
         return ThreadObservation(
             time: now, activity: activity, cpuNanos: observedCPUNanos, runQueueNanos: observedRunQueueNanos)
     }
 
     /// The main thread's CPU and run-queue time, plus the followed workers' (see
     /// `WorkerThreadFollower`): one count that only grows.
-    private var observedCPUNanos: UInt64 { lastCPUNanos &+ workers.cpuNanos }
-    private var observedRunQueueNanos: UInt64 { lastRunQueueNanos &+ workers.runQueueNanos }
+    private var observedCPUNanos: UInt64 { readings.cpuNanos &+ workers.cpuNanos }
+    private var observedRunQueueNanos: UInt64 { readings.runQueueNanos &+ workers.runQueueNanos }
 
-    /// The thread's activity. A thread still in the very same call (identical /proc syscall
-    /// line and state) is not classified again: that would re-read its fd link and, with
-    /// --idle-frame, its stack on every probe while it waits.
+    /// The thread's activity (see `ActivityClassifier`).
     private func classify(state: Character, syscall: ProcSyscallInfo?) -> ThreadActivity {
-        if let last = lastClassification, last.state == state, last.syscall == syscall, syscall != .running {
-            return last.activity
-        }
         let inspector = self.inspector
-        var activity = classifier.classify(
-            state: state, syscall: syscall, fileKind: { fd in inspector.fileKind(fd) }
-        ).activity
-        if !options.idleFramePatterns.isEmpty, activity.isBusy, activity != .running, let syscall,
-            waitSites.isIdleByFrame(syscall: syscall, in: self)
-        {
-            activity = .idle
-        }
-        if state == "D", activity.isBusy, isFrozen() { activity = .stopped }
-        lastClassification = (state, syscall, activity)
-        return activity
-    }
-
-    /// A frozen cgroup's threads wait in `D`: stopped, not in I/O (`CgroupFreezer`). Read at
-    /// most every quarter second: a thread in `D` outside a system call is classified at
-    /// every probe.
-    private func isFrozen() -> Bool {
-        let now = MonotonicTime.seconds()
-        if let last = lastFrozenCheck, now - last.time < 0.25 { return last.frozen }
-        let frozen = CgroupFreezer.isFrozen(pid: inspector.pid)
-        lastFrozenCheck = (now, frozen)
-        return frozen
+        return activities.classify(
+            state: state, syscall: syscall, fileKind: { fd in inspector.fileKind(fd) },
+            idleByFrame: { waitSites.isIdleByFrame(syscall: $0, in: self) })
     }
 
     private func resetEpisodeStatisticsIfNeeded() {
@@ -651,7 +498,7 @@ public final class StallMonitor {
         let fd = wakeUp.arm(
             eligible: !finished && !detector.isInEpisode && identityChecks.checked,
             counterUnchanged: { turnTracker.counterUnchanged() }, syscall: { probe.syscall() })
-        if fd != nil { turnTracker.rest(at: lastFedTime) }
+        if fd != nil { turnTracker.rest(at: loopProbeEdges.lastFedTime) }
         return fd
     }
 
@@ -677,7 +524,7 @@ public final class StallMonitor {
 
     private func sample(at now: Double, activity: ThreadActivity) {
         // No stop for a sample the kernel is about to take: asked again at the next probe.
-        if inspector.awaitsPerfSample(tid: inspector.pid, running: probe.lastSyscall == .running, cpuNanos: lastCPUNanos) {
+        if inspector.awaitsPerfSample(tid: inspector.pid, running: probe.lastSyscall == .running, cpuNanos: readings.cpuNanos) {
             return
         }
         // In the first half of the threshold, only without a stop (see `CapturePolicy`).
@@ -715,7 +562,7 @@ public final class StallMonitor {
                 handle(detector.noteLoopTurn(at: now))
                 return
             }
-            ioHint.learn(
+            hints.io.learn(
                 interruptedSyscall: snapshot.interruptedSyscall, stopped: snapshot.method == .ptraceStop,
                 fileKind: { inspector.fileKind($0) })
             if snapshot.method == .ptraceStop {
@@ -736,7 +583,7 @@ public final class StallMonitor {
             if sampledWorker == nil {
                 workers.learnWaitSite(batch: detector.phase == .batch, frames: sampled, syscall: snapshot.syscall)
             }
-            lockHint.learn(activity: activity, syscall: snapshot.syscall, frames: sampled)
+            hints.lock.learn(activity: activity, syscall: snapshot.syscall, frames: sampled)
             handle(
                 detector.record(
                     StackSample(
@@ -764,22 +611,6 @@ public final class StallMonitor {
         }
     }
 
-    /// What detection keeps of a frame; an unnamed frame is "module+0xOFFSET".
-    static func sampledFrame(_ frame: SymbolizedFrame, appFrames: AppFrameRule) -> SampledFrame {
-        let isApp = appFrames.isApp(frame)
-        if frame.isScript {
-            return SampledFrame(
-                function: frame.function ?? "?", module: frame.module ?? SymbolizedFrame.pythonModule,
-                address: frame.address, cfa: frame.stackPointer, language: frame.language, isApp: isApp, site: frame.line)
-        }
-        // A nearest-symbol guess keeps its mark in call trees, folded stacks and summaries.
-        return SampledFrame(
-            function: frame.function.map { frame.approximate ? $0 + " (approximate)" : $0 }
-                ?? "\(frame.module ?? "?")+0x\(String(frame.moduleOffset ?? frame.address, radix: 16))",
-            module: frame.module ?? "?", address: frame.address, cfa: frame.stackPointer, isApp: isApp,
-            site: frame.function == nil ? nil : frame.functionOffset.map { Int(clamping: $0) })
-    }
-
     // MARK: Events → reports
 
     private func handle(_ events: [DetectorEvent]) {
@@ -787,24 +618,13 @@ public final class StallMonitor {
             switch event {
             case .stallStarted(let snapshot):
                 workers.stallStarted(snapshot.id)
-                let decision = fingerprints.record(
-                    snapshot.fingerprint, wallTime: Date().timeIntervalSince1970,
-                    minimumInterval: options.minimumReportInterval)
+                let decision = announcer.decide(snapshot)
                 publisher.ledger.open(snapshot.id, decision: decision)
                 refreshLockOwner(for: snapshot)
                 let report = write(snapshot)
-                if let stallEvents {
-                    stallEvents(
-                        .detected(
-                            report: report, reportPath: decision.shouldWriteReport ? publisher.ledger.reportPaths[snapshot.id]?.text : nil,
-                            message:
-                                "stall #\(snapshot.id) in \(inspector.name)[\(inspector.pid)] detected: \(workers.stalledThread(snapshot.id)) \(StallLedger.describe(snapshot, report)) for \(Format.seconds(snapshot.duration)) so far"
-                                + (decision.shouldWriteReport ? "" : " (seen before: \(decision.occurrence)×)")))
-                } else if !options.quiet {
-                    log(
-                        "stallagent: stall #\(snapshot.id) in \(inspector.name.terminalSafe)[\(inspector.pid)] detected: \(workers.stalledThread(snapshot.id).terminalSafe) \(StallLedger.describe(snapshot, report)) for \(Format.seconds(snapshot.duration)) so far"
-                            + (decision.shouldWriteReport ? "" : " (seen before: \(decision.occurrence)×)"))
-                }
+                announcer.detected(
+                    snapshot, report, decision: decision, reportPath: { publisher.ledger.reportPaths[snapshot.id]?.text },
+                    name: inspector.name, pid: inspector.pid, thread: workers.stalledThread(snapshot.id))
             case .stallUpdated(let snapshot):
                 refreshLockOwner(for: snapshot)
                 write(snapshot)
@@ -823,19 +643,9 @@ public final class StallMonitor {
     /// While the main thread waits on a lock, find the owner chain (and a deadlock) and the
     /// owner's stack. Kept per stall: when the stall ends the lock is no longer awaited.
     private func refreshLockOwner(for snapshot: StallSnapshot) {
-        guard let chain = LockChainResolver(inspector: inspector).resolve(from: inspector.pid) else { return }
-        let ownerTid = chain.tids[1]
-        let (_, _, ownerState) = inspector.classify(tid: ownerTid)
-        var frames: [SymbolizedFrame] = []
-        if let (_, stack) = try? inspector.captureStack(tid: ownerTid, activity: ownerState.activity) {
-            frames = inspector.symbolizer.symbolize(stack)
-        }
-        publisher.ledger.setLockOwner(
-            ReportLockOwner(
-                tid: ownerTid, name: inspector.threadName(ownerTid), detail: ownerState.detail, frames: frames,
-                waitChain: chain.tids, deadlock: chain.deadlock),
-            for: snapshot.id)
-        if chain.deadlock && !snapshot.deadlock {
+        guard let owner = LockOwnerLookup.owner(from: inspector.pid, in: inspector) else { return }
+        publisher.ledger.setLockOwner(owner, for: snapshot.id)
+        if owner.deadlock && !snapshot.deadlock {
             handle(detector.setDeadlock(true, at: MonotonicTime.seconds()))
         }
     }
@@ -847,17 +657,17 @@ public final class StallMonitor {
                 unavailable: $0.unavailable?.rawValue)
         }
         return StallReportContext(
-            process: identity.process, thread: workers.stallWorker(snapshot.id) ?? identity.thread, wallClockOffset: wallClockOffset,
+            process: identity.process, thread: workers.stallWorker(snapshot.id) ?? identity.thread, wallClockOffset: stamp.wallClockOffset,
             resolveFrame: { [unowned self] frame, index in self.sampleSymbolizer.resolve(frame, index: index, in: self.inspector) },
             binaryImages: images, lockOwner: publisher.ledger.lockOwners[snapshot.id],
             agent: captureStatistics.episodeStats(samples: snapshot.sampleCount, probeInterval: options.probeInterval),
             termination: publisher.ledger.terminations[snapshot.id], occurrence: publisher.ledger.occurrence(snapshot.id),
-            hostname: hostname, loopTurnsNote: loopTurnsNote, samplingNote: sampleSymbolizer.samplingNote)
+            hostname: stamp.hostname, loopTurnsNote: loopTurnsNote, samplingNote: sampleSymbolizer.samplingNote)
     }
 
     @discardableResult
     private func write(_ snapshot: StallSnapshot) -> StallReport {
-        if identity.settleReadsLeft > 0 { settleIdentity() }
+        if identity.settleReadsLeft > 0 { identity.settle(in: self) }
         let report = StallReport(snapshot: snapshot, context: context(for: snapshot))
         publisher.publish(report, of: snapshot)
         return report
@@ -865,10 +675,10 @@ public final class StallMonitor {
 
     private func record(_ snapshot: StallSnapshot, _ report: StallReport) {
         let path = publisher.ledger.summaryPath(snapshot.id)
-        if stallEvents == nil, !options.quiet { log(StallSummaryLine.render(report, reportPath: path)) }
+        announcer.logEnded(report, reportPath: path)
         let stall = publisher.ledger.stall(snapshot, report)
         summary.record(stall)
-        stallEvents?(.ended(stall: stall, report: report, message: StallSummaryLine.render(report, reportPath: path)))
+        announcer.sendEnded(stall, report, reportPath: path)
         publisher.close(snapshot.id)
     }
 
@@ -879,6 +689,35 @@ public final class StallMonitor {
             let termination = killPolicy.check(stallID: id, age: age, at: now)
         else { return }
         publisher.ledger.noteTermination(termination, for: id)
+    }
+}
+
+/// An exec or a rename, as the watch takes it (see `IdentityActing`).
+extension StallMonitor: IdentityActing.Watch {
+    func statIdentity() -> (name: String, startStack: UInt64?)? {
+        probe.stat().map { ($0.name, $0.startStack) }
+    }
+
+    func execBegan(at now: Double) {
+        handle(detector.noteExec(at: now))
+    }
+
+    func processRenamed(_ name: String) {
+        summary.name = name
+    }
+
+    func execdGoProgram() {
+        summary.execdGoProgram = true
+        finished = true
+    }
+
+    func forgetOldProgram() {
+        workers.forget()
+        sampleSymbolizer.reset()
+        waitSites.reset()
+        detector.setLoopFrames([])
+        activities.forget()
+        hints.io.clear()
     }
 }
 

@@ -80,6 +80,20 @@ final class ReportPublisher {
         }
     }
 
+    /// An on-demand snapshot's report, outside any stall (no book, no retry): the text's path,
+    /// nil when it could not be written; what failed is said.
+    func writeSnapshot(_ report: StallReport) -> String? {
+        do {
+            return try sink.write(report, folded: nil, stem: nil).text
+        } catch ReportWriteError.formatsFailed(let paths, let failures) {
+            log("stallagent: warning: snapshot report written without \(failures.joined(separator: "; "))")
+            return paths.text
+        } catch {
+            log("stallagent: warning: could not write the snapshot report: \(error)")
+            return nil
+        }
+    }
+
     /// The stall ended: its book is closed. A final revision waiting for room keeps the
     /// writer's record of the stale one, which the retry replaces (and removes, if the name
     /// changed with the reason).

@@ -111,7 +111,23 @@ final class SampleSymbolizer {
     }
 
     func sampled(_ frame: SymbolizedFrame) -> SampledFrame {
-        StallMonitor.sampledFrame(frame, appFrames: appFrames)
+        Self.sampledFrame(frame, appFrames: appFrames)
+    }
+
+    /// What detection keeps of a frame; an unnamed frame is "module+0xOFFSET".
+    static func sampledFrame(_ frame: SymbolizedFrame, appFrames: AppFrameRule) -> SampledFrame {
+        let isApp = appFrames.isApp(frame)
+        if frame.isScript {
+            return SampledFrame(
+                function: frame.function ?? "?", module: frame.module ?? SymbolizedFrame.pythonModule,
+                address: frame.address, cfa: frame.stackPointer, language: frame.language, isApp: isApp, site: frame.line)
+        }
+        // A nearest-symbol guess keeps its mark in call trees, folded stacks and summaries.
+        return SampledFrame(
+            function: frame.function.map { frame.approximate ? $0 + " (approximate)" : $0 }
+                ?? "\(frame.module ?? "?")+0x\(String(frame.moduleOffset ?? frame.address, radix: 16))",
+            module: frame.module ?? "?", address: frame.address, cfa: frame.stackPointer, isApp: isApp,
+            site: frame.function == nil ? nil : frame.functionOffset.map { Int(clamping: $0) })
     }
 
     /// A sample's frame named for a report: what the sample kept, or the symbols in full.

@@ -8,7 +8,8 @@ import StallReports
 /// `--busy-frame` and `--idle-frame`. The same `epoll_wait` is a server at rest or a
 /// `pg_sleep` in a backend (docs/architecture.md, "Detection model"), so this decides more
 /// stalls than any other reading of /proc; apart from the monitor, its decisions are tested
-/// without a process.
+/// without a process. A process that shows no loop wait may still park in a blocked call
+/// (`ParkingClassifier`), learnt only while no loop is known.
 struct WaitSiteClassifier {
     /// What the classifier reads of the watched thread: the monitor's inspector and probe
     /// files, or a fake in tests.
@@ -53,15 +54,45 @@ struct WaitSiteClassifier {
     /// The latest wait's raw site had not been seen before.
     private(set) var waitSiteIsNew = false
     private var busyFrameCache: (syscall: ProcSyscallInfo, busy: Bool)?
+    /// Where a process with no event loop parks, and what that shows it to be.
+    private var parking: ParkingClassifier
 
-    init(idleSyscalls: Set<Int>, busyFramePatterns: [String], idleFramePatterns: [String]) {
+    /// `firstWaitIsParking`: see `ParkingWaitTracker`'s `trustsFirstLook`.
+    init(idleSyscalls: Set<Int>, busyFramePatterns: [String], idleFramePatterns: [String], firstWaitIsParking: Bool = false) {
         self.idleSyscalls = idleSyscalls
         self.busyFramePatterns = busyFramePatterns
         self.idleFramePatterns = idleFramePatterns
+        parking = ParkingClassifier(firstWaitIsParking: firstWaitIsParking)
     }
 
     /// True once a home wait is known: the thread runs an event loop.
     var knowsLoop: Bool { homeWaits.knowsLoop }
+
+    /// Supervisor or helper, once the process was seen parked (see `ParkingClassifier`).
+    var parkedKind: ProcessKind? { parking.parkedKind }
+
+    /// What the process has shown itself to be (see `ProcessKind`). `countedTurns`: turns were
+    /// counted by evidence better than the stack rule; `batch`: a batch watch.
+    func kind(countedTurns: @autoclosure () -> Bool, batch: Bool) -> ProcessKind {
+        // A master parked before any loop wait showed (uvicorn's, pinging its workers through
+        // poll) stays a supervisor.
+        if parkedKind == .supervisor { return .supervisor }
+        if knowsLoop || countedTurns() { return .loop }
+        if let parked = parkedKind { return parked }
+        if batch { return .batch }
+        return .busy
+    }
+
+    /// Whether the thread is in its parking wait (see `ParkingClassifier.parked`); new parking
+    /// calls are learnt only while no loop is known.
+    mutating func parked(in syscall: ProcSyscallInfo?, activity: ThreadActivity, ran: Bool) -> Bool {
+        parking.parked(in: syscall, activity: activity, learning: !knowsLoop, ran: ran)
+    }
+
+    /// Found parked in `syscall` (see `ParkingClassifier.noteParked`).
+    mutating func noteParked(in syscall: ProcSyscallInfo?, children: () -> String) {
+        parking.noteParked(in: syscall, children: children)
+    }
 
     /// The latest look found a wait under a lock-waiting function (see `lockWaitFrames`).
     var lastSiteWaitsForLock: Bool { lastWaitSite.map { lockWaitSites.contains($0) } == true }
@@ -191,7 +222,8 @@ struct WaitSiteClassifier {
         return isKnownHome(raw: raw)
     }
 
-    /// A new program (an exec): none of the old one's wait sites, homes or loop frames hold.
+    /// A new program (an exec): none of the old one's wait sites, homes, loop frames or
+    /// parking waits hold.
     mutating func reset() {
         canonicalWaitSites.removeAll()
         homeWaits = HomeWaitTracker()
@@ -201,6 +233,7 @@ struct WaitSiteClassifier {
         learnedLoopSites.removeAll()
         loopFrames.removeAll()
         busyFrameCache = nil
+        parking.reset()
     }
 }
 

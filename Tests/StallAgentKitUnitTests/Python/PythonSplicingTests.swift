@@ -53,7 +53,7 @@ import Testing
         let frames = PythonStackSplicer.splice(
             native(["clock_nanosleep", "time_sleep", "_PyEval_EvalFrameDefault", "main"]),
             PythonStack(activations: [[py("slow", line: 3, frame: 0x50), py("<module>", line: 9, frame: 0x60)]], note: nil, version: "3.12"))
-        let sampled = frames.map { StallMonitor.sampledFrame($0, appFrames: AppFrameRule()) }
+        let sampled = frames.map { SampleSymbolizer.sampledFrame($0, appFrames: AppFrameRule()) }
         #expect(sampled[2].isInterpreted && sampled[2].function == "slow" && sampled[2].cfa == 0x50)
         var tracker = StallFrameTracker()
         tracker.add(sampled)

@@ -140,3 +140,25 @@ import StallReports
         #expect(!harness.publisher.hasUnwrittenFinals)
     }
 }
+
+/// An on-demand snapshot's report: written outside any stall's book, its path given even
+/// when some formats failed, nil (and said) when the disk refused it, never retried.
+extension ReportPublisherTests {
+    @Test func aSnapshotReportIsWrittenOnceOutsideTheBook() {
+        let harness = Harness()
+        let snapshot = ReportFixtures.hangStarted()
+        let report = Self.report(snapshot)
+        #expect(harness.publisher.writeSnapshot(report) == "/reports/stall-\(report.id).txt")
+        #expect(harness.sink.writes.map(\.folded) == [false], "no folded stacks")
+        #expect(harness.lines.isEmpty)
+        harness.sink.answer = .withoutFormats(["json: disk full"])
+        #expect(harness.publisher.writeSnapshot(report) == "/reports/stall-\(report.id).txt")
+        #expect(harness.lines == ["stallagent: warning: snapshot report written without json: disk full"])
+        harness.sink.answer = .refused
+        #expect(harness.publisher.writeSnapshot(report) == nil)
+        #expect(harness.lines.last == "stallagent: warning: could not write the snapshot report: No space left on device")
+        #expect(harness.publisher.ledger.reportPaths.isEmpty)
+        #expect(!harness.publisher.hasUnwrittenFinals)
+        #expect(harness.sink.finished.isEmpty)
+    }
+}

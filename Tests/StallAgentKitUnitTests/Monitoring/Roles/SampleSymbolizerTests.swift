@@ -49,6 +49,24 @@ import StallReports
         index: 1, address: 0x40_2020, stackPointer: 0x7ffd_0100, module: "app", modulePath: "/opt/app/bin/app", buildId: nil,
         moduleOffset: 0x2020, function: "run", functionOffset: 0x20, approximate: false)
 
+    /// What detection keeps of a frame: its name (a nearest-symbol guess marked so) and site,
+    /// or "module+0xOFFSET" with no site when unnamed.
+    @Test func aSampledFrameKeepsItsNameSiteAndStack() {
+        let named = SampleSymbolizer.sampledFrame(Self.native, appFrames: AppFrameRule())
+        #expect(named.function == "run")
+        #expect(named.module == "app")
+        #expect(named.site == 0x20)
+        #expect(named.cfa == 0x7ffd_0100)
+        var guess = Self.native
+        guess.approximate = true
+        #expect(SampleSymbolizer.sampledFrame(guess, appFrames: AppFrameRule()).function == "run (approximate)")
+        var unnamed = Self.native
+        unnamed.function = nil
+        let bare = SampleSymbolizer.sampledFrame(unnamed, appFrames: AppFrameRule())
+        #expect(bare.function == "app+0x2020")
+        #expect(bare.site == nil)
+    }
+
     /// A batch sample is named from the symbol tables alone: a return address is looked up one
     /// byte earlier and its offset kept from the real address; outside every module a frame is
     /// named by its address.

@@ -188,3 +188,70 @@ import StallProc
         #expect(thread.stackReads == 2)
     }
 }
+
+/// Parking, as the wait-site classifier holds it: learnt only while no loop wait is known,
+/// and forgotten with the old program.
+extension WaitSiteClassifierTests {
+    @Test func parkingIsLearntOnlyWhileNoLoopIsKnown() {
+        let thread = FakeThread()
+        var sites = WaitSiteClassifier(idleSyscalls: [Self.epollWait], busyFramePatterns: [], idleFramePatterns: [], firstWaitIsParking: true)
+        let queueGet = ParkingClassifierTests.call(202)
+        let pipeRead = ParkingClassifierTests.call(0, pc: 0x7f00_0000_3000, sp: 0x7ffd_0000_4000)
+        let first = sites.parked(in: queueGet, activity: .blockedCall, ran: false)
+        #expect(first, "trusted at the first look")
+        sites.noteParked(in: queueGet) { "" }
+        #expect(sites.parkedKind == .helper, "no children")
+        let home = thread.wait(sp: 0x7ffd_1000, callers: [("main_loop", Self.app + 0x1234, 0x7ffd_1100)])
+        _ = sites.look(at: home, turned: false, evidence: .kernelCounter, in: thread)
+        #expect(sites.knowsLoop)
+        let unknown = sites.parked(in: pipeRead, activity: .blockedCall, ran: false)
+        #expect(!unknown, "a call first seen once a loop is known is not learnt")
+        let again = sites.parked(in: queueGet, activity: .blockedCall, ran: false)
+        #expect(again, "one learnt before is kept")
+        sites.reset()
+        #expect(sites.parkedKind == nil)
+        let afterExec = sites.parked(in: queueGet, activity: .blockedCall, ran: false)
+        #expect(afterExec, "a new program with no loop known learns afresh")
+    }
+
+    /// Without `firstWaitIsParking`, the first look is not trusted (see `ParkingWaitTracker`).
+    @Test func theFirstLookIsTrustedOnlyWhenAsked() {
+        var sites = Self.classifier()
+        let first = sites.parked(in: ParkingClassifierTests.call(202), activity: .blockedCall, ran: false)
+        #expect(!first)
+    }
+}
+
+/// What the process has shown itself to be, from its wait sites, its parking and its turns.
+extension WaitSiteClassifierTests {
+    @Test func theKindIsWhatTheWaitsShowed() {
+        let thread = FakeThread()
+        var sites = WaitSiteClassifier(idleSyscalls: [Self.epollWait], busyFramePatterns: [], idleFramePatterns: [], firstWaitIsParking: true)
+        #expect(sites.kind(countedTurns: false, batch: false) == .busy)
+        #expect(sites.kind(countedTurns: false, batch: true) == .batch)
+        #expect(sites.kind(countedTurns: true, batch: true) == .loop, "turns counted by a counter or the probe")
+        // Parked in a call with no children: a helper, unless a loop shows.
+        let pipeRead = ParkingClassifierTests.call(0)
+        _ = sites.parked(in: pipeRead, activity: .blockedCall, ran: false)
+        sites.noteParked(in: pipeRead) { "" }
+        #expect(sites.kind(countedTurns: false, batch: true) == .helper)
+        #expect(sites.kind(countedTurns: true, batch: false) == .loop)
+        let home = thread.wait(sp: 0x7ffd_1000, callers: [("main_loop", Self.app + 0x1234, 0x7ffd_1100)])
+        _ = sites.look(at: home, turned: false, evidence: .kernelCounter, in: thread)
+        #expect(sites.kind(countedTurns: false, batch: false) == .loop)
+        // A supervisor parked before its loop wait showed stays one.
+        var master = WaitSiteClassifier(idleSyscalls: [Self.epollWait], busyFramePatterns: [], idleFramePatterns: [], firstWaitIsParking: true)
+        let sigsuspend = ParkingClassifierTests.call(130)
+        master.noteParked(in: sigsuspend) { "" }
+        _ = master.look(at: home, turned: false, evidence: .kernelCounter, in: thread)
+        #expect(master.knowsLoop)
+        var asked = false
+        let kind = master.kind(
+            countedTurns: {
+                asked = true
+                return true
+            }(), batch: false)
+        #expect(kind == .supervisor)
+        #expect(!asked, "turns are not asked about once the kind is known")
+    }
+}
