@@ -183,24 +183,33 @@ public final class StallMonitor {
     /// True once the target exited or `stop` was called.
     public private(set) var finished = false
 
-    /// Runs until the target exits, `options.duration` passes, or `StopRequest` is set.
+    /// Runs until the target exits, `options.duration` passes, or `StopRequest` is set, on the
+    /// engine every other loop uses: asleep while the thread sleeps in its wait.
     public func run() -> MonitorSummary {
         let start = MonotonicTime.seconds()
         begin(at: start)
-        var pacer = ProbePacer(interval: options.probeInterval, start: start, seed: UInt64(inspector.pid))
+        let engine = WatchEngine<StallMonitor>(probeInterval: options.probeInterval, start: start, seed: UInt64(inspector.pid))
+        engine.add(self)
+        defer { engine.remove(self) }
         while true {
             let now = MonotonicTime.seconds()
             if StopRequest.isRequested {
                 summary.stoppedBySignal = StopRequest.signal
+                engine.wakeAll([self])
+                accountIdleTime(until: now)
                 stop(at: now)
                 break
             }
             if let duration = options.duration, now - start >= duration {
+                engine.wakeAll([self])
+                accountIdleTime(until: now)
                 stop(at: now)
                 break
             }
-            if !step(at: now) { break }
-            pacer.waitForNextRound()
+            if !engine.step([self], at: now).gone.isEmpty { break }
+            // Asleep, nothing is due before the end but the sleepers' tending.
+            let end = options.duration.map { start + $0 } ?? .infinity
+            engine.endRound(at: now, idleDeadline: min(end, now + 0.25))
         }
         return end()
     }
@@ -722,6 +731,6 @@ extension StallMonitor: IdentityActing.Watch {
 }
 
 /// The engine's scheduler sleeps a monitor on its `LoopWaker`.
-extension StallMonitor: WakeableWatch {
+extension StallMonitor: SteppableWatch {
     public var wakeLabel: String { "\(inspector.name)[\(inspector.pid)]" }
 }

@@ -25,6 +25,8 @@ public final class CommandRunner {
     private var ownGroup = false
     private var timedOut = false
     private var snapshots: [TimeoutSnapshot] = []
+    /// Steps the watched descendants; set once the run starts.
+    private var engine: WatchEngine<StallMonitor>?
 
     public init(command: [String], options: RunOptions, log: @escaping (String) -> Void) {
         self.command = command
@@ -130,7 +132,11 @@ public final class CommandRunner {
         let start = MonotonicTime.seconds()
         var nextDiscovery = start
         var terminateSentAt: Double?
-        var pacer = ProbePacer(interval: options.monitor.probeInterval, start: start, seed: UInt64(child))
+        // The same engine as every other loop: a descendant asleep in its loop's wait (a server
+        // the tests start) costs nothing until it wakes. SIGCHLD and the forwarded signals are
+        // in the signal inbox the engine's wait includes, so an exit or a signal ends the wait.
+        let engine = WatchEngine<StallMonitor>(probeInterval: options.monitor.probeInterval, start: start, seed: UInt64(child))
+        self.engine = engine
         while childStatus == nil || !monitors.isEmpty {
             let now = MonotonicTime.seconds()
             for (sig, fromTerminal) in ForwardedSignals.take() {
@@ -142,7 +148,11 @@ public final class CommandRunner {
             if childStatus != nil {
                 // One more probe lets each monitor see its target gone (a stall it was in
                 // ends as "died", not "monitoring stopped"); then stop watching the rest.
-                for (_, monitor) in monitors { monitor.step(at: now) }
+                engine.wakeAll(monitors.values)
+                for (_, monitor) in monitors {
+                    monitor.accountIdleTime(until: now)
+                    monitor.step(at: now)
+                }
                 for (_, monitor) in monitors { monitor.stop(at: now) }
                 collectFinished(all: true)
                 break
@@ -151,27 +161,34 @@ public final class CommandRunner {
                 discoverDescendants(at: now)
                 nextDiscovery = now + options.discoveryInterval
             }
-            for (_, monitor) in monitors { monitor.step(at: now) }
+            _ = engine.step(monitors.values, at: now)
             collectFinished(all: false)
-            if let timeout = options.timeout, now - start >= timeout {
-                if !timedOut {
-                    timedOut = true
-                    log("stallagent: --timeout \(Format.seconds(timeout)) reached: capturing every watched process, then terminating \(command[0]) [\(child)]")
-                    for (_, monitor) in monitors.sorted(by: { $0.key < $1.key }) {
-                        let snapshot = monitor.writeSnapshotReport(at: now)
-                        snapshots.append(snapshot)
-                        if let path = snapshot.reportPath {
-                            log("stallagent: snapshot of \(snapshot.name.terminalSafe) [\(snapshot.pid)] → \(path)")
+            var deadline = nextDiscovery
+            if let timeout = options.timeout {
+                if now - start >= timeout {
+                    if !timedOut {
+                        timedOut = true
+                        log("stallagent: --timeout \(Format.seconds(timeout)) reached: capturing every watched process, then terminating \(command[0]) [\(child)]")
+                        engine.wakeAll(monitors.values)
+                        for (_, monitor) in monitors.sorted(by: { $0.key < $1.key }) {
+                            let snapshot = monitor.writeSnapshotReport(at: now)
+                            snapshots.append(snapshot)
+                            if let path = snapshot.reportPath {
+                                log("stallagent: snapshot of \(snapshot.name.terminalSafe) [\(snapshot.pid)] → \(path)")
+                            }
                         }
+                        terminateTree(SIGTERM)
+                        terminateSentAt = now
+                    } else if let sent = terminateSentAt, now - sent >= options.terminateGrace {
+                        terminateTree(SIGKILL)
+                        terminateSentAt = .infinity
                     }
-                    terminateTree(SIGTERM)
-                    terminateSentAt = now
-                } else if let sent = terminateSentAt, now - sent >= options.terminateGrace {
-                    terminateTree(SIGKILL)
-                    terminateSentAt = .infinity
+                    if let sent = terminateSentAt { deadline = min(deadline, sent + options.terminateGrace) }
+                } else {
+                    deadline = min(deadline, start + timeout)
                 }
             }
-            pacer.waitForNextRound()
+            engine.endRound(at: now, idleDeadline: deadline)
         }
         // Reap what is left without waiting for it (a daemon the command started runs on).
         reapExited()
@@ -231,6 +248,7 @@ public final class CommandRunner {
                 unwatchedGo.append((summary.name, pid))
             }
             if pid != child { _ = ReapedExitLedger.shared.take(pid: pid) }
+            engine?.remove(monitor)
             monitors[pid] = nil
         }
     }
@@ -276,6 +294,7 @@ public final class CommandRunner {
                 let monitor = try StallMonitor(pid: pid, options: options.monitor, joinedAfterStart: pid != child, log: log)
                 monitor.begin(at: now)
                 monitors[pid] = monitor
+                engine?.add(monitor)
             } catch StallAgentError.goProgram {
                 refused.insert(pid)
                 noteGoProgram(pid: pid, name: stat.name)

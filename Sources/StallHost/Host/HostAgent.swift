@@ -68,8 +68,8 @@ public final class HostAgent {
     public var extraWakeDescriptors: [Int32] = []
     private let listener: MetricsListener?
     private let environment: [String: String]
-    /// Which watched threads are awake (probed each round) and which sleep until they wake.
-    private let scheduler = WatchScheduler<StallMonitor>()
+    /// Steps the awake watched threads, sleeps the settled ones, waits for the next round.
+    private let engine: WatchEngine<StallMonitor>
     /// An error that ends the run (a unit that lacks a capability): restarting cannot fix it.
     private var fatal: StallAgentError?
     private var nextMetricsWrite = 0.0
@@ -160,6 +160,7 @@ public final class HostAgent {
         }
         self.slots = slots
         let now = MonotonicTime.seconds()
+        engine = WatchEngine(probeInterval: slots.map(\.options.probeInterval).min() ?? 0.01, start: now, seed: UInt64(getpid()))
         for slot in slots {
             if case .pid(let pid) = slot.spec.selector {
                 do {
@@ -183,10 +184,7 @@ public final class HostAgent {
         listener?.start()
         let start = MonotonicTime.seconds()
         notifier.ready(status: statusLine())
-        var pacer = ProbePacer(
-            interval: slots.map(\.options.probeInterval).min() ?? 0.01, start: start, seed: UInt64(getpid()))
         var stoppedBy: Int32?
-        var probing = true
         while true {
             let now = MonotonicTime.seconds()
             if StopRequest.isRequested {
@@ -196,16 +194,8 @@ public final class HostAgent {
             if let duration, now - start >= duration { break }
             for slot in slots {
                 // Only the awake: a thread asleep in its wait is left alone until it wakes.
-                var stepped: [StallMonitor] = []
-                for monitor in slot.monitors where scheduler.isAwake(monitor) {
-                    if monitor.step(at: now) {
-                        stepped.append(monitor)
-                    } else {
-                        detach(slot, monitor, at: now)
-                    }
-                }
-                // Armed before the family is searched: a fork after the arming wakes the parent.
-                for monitor in stepped { scheduler.trySleep(monitor) }
+                let (stepped, gone) = engine.step(slot.monitors, at: now)
+                for monitor in gone { detach(slot, monitor, at: now) }
                 if slot.done || fatal != nil { continue }
                 if slot.spec.watchesAllProcesses {
                     watchFamily(slot, stepped: stepped, at: now)
@@ -215,29 +205,19 @@ public final class HostAgent {
             }
             if slots.allSatisfy(\.done) || fatal != nil { break }
             housekeeping(at: now)
-            scheduler.tendSleepers(at: now)
             if let roundObserver, !roundObserver(now, slots.flatMap(\.monitors)) { break }
             // The loop got round every target: that is the progress the watchdog vouches for.
             notifier.progress(at: now)
             // Awake threads are probed on the round's pace; with every thread asleep, the agent
             // sleeps until one wakes or the next housekeeping second.
-            let deadline: Double
-            if scheduler.awakeCount > 0 {
-                if !probing { pacer.restart() }
-                deadline = pacer.nextRoundDue()
-                probing = true
-            } else {
-                deadline = idleDeadline(start: start, duration: duration, now: now)
-                probing = false
-            }
-            scheduler.wait(until: deadline, extra: (SignalInbox.descriptor.map { [$0] } ?? []) + extraWakeDescriptors)
+            engine.endRound(at: now, idleDeadline: idleDeadline(start: start, duration: duration, now: now), extra: extraWakeDescriptors)
         }
         if let fatal { notifier.status("failed: \(fatal)") }
         notifier.stopping()
         let now = MonotonicTime.seconds()
         for slot in slots {
             for monitor in slot.monitors {
-                // (`detach` takes it off the scheduler.)
+                // (`detach` takes it off the engine.)
                 monitor.accountIdleTime(until: now)
                 monitor.stop(at: now)
                 detach(slot, monitor, at: now, stoppedBy: stoppedBy, final: true)
@@ -436,7 +416,7 @@ public final class HostAgent {
         }
         monitor.begin(at: now)
         slot.monitors.append(monitor)
-        scheduler.add(monitor)
+        engine.add(monitor)
         slot.lastWaitMessage = nil
         let origin: String
         switch slot.spec.selector {
@@ -451,7 +431,7 @@ public final class HostAgent {
     }
 
     private func detach(_ slot: Slot, _ monitor: StallMonitor, at now: Double, stoppedBy: Int32? = nil, final: Bool = false) {
-        scheduler.remove(monitor)
+        engine.remove(monitor)
         var summary = monitor.end()
         summary.stoppedBySignal = stoppedBy
         slot.summaries.append(summary)

@@ -11,13 +11,16 @@ import Glibc
 /// thread leaving its wait. No process is traced.
 @Suite("WatchScheduler")
 struct WatchSchedulerTests {
-    final class PipeWatch: WakeableWatch {
+    final class PipeWatch: SteppableWatch {
         let read: Int32
         let write: Int32
         /// false: not settled (arming refused, keep probing).
         var settled = true
         var armed = false
         var armCalls = 0
+        /// false: its target is gone (`step` says so).
+        var alive = true
+        var steps = 0
         var wakeLabel: String { "pipe[\(read)]" }
 
         init() {
@@ -40,6 +43,10 @@ struct WatchSchedulerTests {
             var byte: UInt8 = 0
             // Drain, as disarming a perf event forgets its record.
             while poll(read, timeout: 0) { _ = Glibc.read(read, &byte, 1) }
+        }
+        func step(at now: Double) -> Bool {
+            steps += 1
+            return alive
         }
         func wakeFromTheKernel() {
             var byte: UInt8 = 1
