@@ -168,7 +168,9 @@ public final class CommandRunner {
                 if now - start >= timeout {
                     if !timedOut {
                         timedOut = true
-                        log("stallagent: --timeout \(Format.seconds(timeout)) reached: capturing every watched process, then terminating \(command[0]) [\(child)]")
+                        log(
+                            "stallagent: --timeout \(Format.seconds(timeout)) reached: capturing every watched process, "
+                                + "then terminating \(command[0]) [\(child)]")
                         engine.wakeAll(monitors.values)
                         for (_, monitor) in monitors.sorted(by: { $0.key < $1.key }) {
                             let snapshot = monitor.writeSnapshotReport(at: now)
