@@ -356,6 +356,17 @@ public struct StallDetector: Sendable {
         observationAtBatchSample = lastObservation
         if outerFrames == nil, joinedAfterStart { outerFrames = [] }
         guard var outer = outerFrames else {
+            // A first sample already inside a test (the attach came late: a large
+            // interpreter's symbols read on a loaded machine, while pytest collected in under
+            // a second) holds the test's frames too. Taken all as the runner's, the test in
+            // progress could never be held and went unreported: only the outermost test's
+            // callers are the runner's, and the test is the work held from this sample.
+            if let test = keys.lastIndex(where: { Self.isTestFunction($0.function) }) {
+                outerFrames = Set(keys[(test + 1)...])
+                episode?.anchors = Set(keys[...test])
+                episode?.anchoredSamples = 1
+                return []
+            }
             outerFrames = Set(keys)
             episode?.anchors = []
             return []

@@ -432,6 +432,26 @@ struct BatchRuleDetectionTests {
         }
     }
 
+    /// Watched from its start, but the first sample came late (a slow attach on a loaded
+    /// machine) and found a test already sleeping: only the test's callers are the runner's,
+    /// so the test is one stall, named by it, and the fast tests after it none.
+    @Test func aFirstSampleInsideATestTakesOnlyItsCallersAsTheRunner() throws {
+        var d = detector()
+        let (events, _) = drive(&d, ticks: 0..<500) { tick in
+            if tick < 200 {
+                return (.blockedCall, Self.stack(Self.runner + ["test_sleepy", "nanosleep", "clock_nanosleep"]))
+            }
+            return (.running, Self.stack(Self.runner + ["test_fast_\(tick / 2)", "compute_\(tick % 7)"]))
+        }
+        let stalls = ended(events)
+        #expect(stalls.count == 1, "\(stalls.map { $0.stallFrame?.function ?? "?" })")
+        let stall = try #require(stalls.first)
+        #expect(stall.reason == .blocked)
+        #expect(stall.heaviestStack?.frames.map(\.function).contains("test_sleepy") == true)
+        #expect(stall.stallFrame?.function != "run_tests")
+        #expect(stall.duration > 1.8 && stall.duration <= 2.05, "\(stall.duration)")
+    }
+
     /// A 4 s busy loop in `node` with no perf map: the function runs as bytecode (a
     /// `Builtins_InterpreterEntryTrampoline` frame), then V8 compiles it in place (an unnamed
     /// address at the same stack slot), and the runtime frames above it serving `Date.now()`
