@@ -111,7 +111,7 @@ public final class StallMonitor {
             pid: pid, capturer: ThreadCapturer(options: captureOptions), debugDirectories: options.debugDirectories,
             debuginfod: .background)
         if inspector.isGoProgram { throw StallAgentError.goProgram(pid: inspector.pid) }
-        writer = try ReportWriter(directory: options.reportDirectory)
+        writer = try ReportWriter.shared(directory: options.reportDirectory)
         let debugDirectories = options.debugDirectories
         publisher = ReportPublisher(
             sink: writer, pid: inspector.pid, writeFolded: options.writeFolded, log: log, clock: MonotonicTime.seconds,
@@ -507,7 +507,11 @@ public final class StallMonitor {
         let fd = wakeUp.arm(
             eligible: !finished && !detector.isInEpisode && identityChecks.checked,
             counterUnchanged: { turnTracker.counterUnchanged() }, syscall: { probe.syscall() })
-        if fd != nil { turnTracker.rest(at: loopProbeEdges.lastFedTime) }
+        if fd != nil {
+            turnTracker.rest(at: loopProbeEdges.lastFedTime)
+            // Not read while asleep: one descriptor per sleeping process, the wake-up.
+            probe.release()
+        }
         return fd
     }
 

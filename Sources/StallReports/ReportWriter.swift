@@ -71,6 +71,25 @@ public final class ReportWriter: Sendable {
 
     deinit { close(directoryFD) }
 
+    private struct Held: Sendable {
+        weak var writer: ReportWriter?
+    }
+    private static let held = Mutex<[String: Held]>([:])
+
+    /// The writer of `directory` that another watch holds, or a new one: every process of a
+    /// family writes into one directory, and one open descriptor serves them all (a family of
+    /// 600 had 600 descriptors of the same directory). Stall files are keyed by pid, so
+    /// sharing changes no name. Validated when first opened, as `init` does.
+    public static func shared(directory: String) throws -> ReportWriter {
+        if let writer = held.withLock({ $0[directory]?.writer }) { return writer }
+        let writer = try ReportWriter(directory: directory)
+        held.withLock { table in
+            table = table.filter { $0.value.writer != nil }
+            table[directory] = Held(writer: writer)
+        }
+        return writer
+    }
+
     /// Replaces the file `name` in this directory whole (see `AtomicFile`), relative to the
     /// directory opened at start: a component of its path that someone swaps for a link
     /// later (issue 27: root wrote the metrics file and the fingerprint state through a link

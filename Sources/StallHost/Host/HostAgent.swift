@@ -33,8 +33,12 @@ public final class HostAgent {
         var nextFullScan = 0.0
         var refused: [Int32: Double] = [:]
         var loggedRefusals: Set<String> = []
-        /// Processes not watched for want of descriptors (see `noteDescriptorRefusal`).
+        /// Processes not watched for want of descriptors (see `noteDescriptorRefusal`), how
+        /// many were, and which of them are still waiting.
         var descriptorRefusals = 0
+        var unwatchedForDescriptors: Set<Int32> = []
+        /// Refused once, watched later: sleeping processes gave their probe files back.
+        var watchedLate = 0
         var saidMainOnly = false
         let family = ProcessFamily()
         /// `--follow-children`: watched processes awake at some round since the last wide scan,
@@ -226,10 +230,16 @@ public final class HostAgent {
             if slot.spec.watchesAllProcesses, !slot.summaries.isEmpty {
                 log(FamilySummaryTable.render(label: slot.spec.label, summaries: slot.summaries, stoppedBySignal: stoppedBy))
             }
-            if slot.descriptorRefusals > 0 {
+            let never = slot.unwatchedForDescriptors.count
+            if never > 0 {
                 log(
-                    "stallagent: \(slot.spec.label): \(slot.descriptorRefusals) process\(slot.descriptorRefusals == 1 ? " was" : "es were") "
+                    "stallagent: \(slot.spec.label): \(never) process\(never == 1 ? " was" : "es were") "
                         + "not watched: the agent's open-file limit (\(OpenFileLimit.soft)) was nearly reached")
+            }
+            if slot.watchedLate > 0 {
+                log(
+                    "stallagent: \(slot.spec.label): \(slot.watchedLate) process\(slot.watchedLate == 1 ? " was" : "es were") "
+                        + "watched late, once descriptors were free (open-file limit \(OpenFileLimit.soft))")
             }
         }
         housekeeping(at: .infinity)
@@ -386,6 +396,7 @@ public final class HostAgent {
     private func noteDescriptorRefusal(_ slot: Slot, pid: Int32) {
         guard slot.loggedRefusals.insert("\(pid) descriptors").inserted else { return }
         slot.descriptorRefusals += 1
+        slot.unwatchedForDescriptors.insert(pid)
         let count = slot.descriptorRefusals
         let limit = OpenFileLimit.soft
         if count <= 10 {
@@ -417,6 +428,7 @@ public final class HostAgent {
         monitor.begin(at: now)
         slot.monitors.append(monitor)
         engine.add(monitor)
+        if slot.unwatchedForDescriptors.remove(pid) != nil { slot.watchedLate += 1 }
         slot.lastWaitMessage = nil
         let origin: String
         switch slot.spec.selector {

@@ -67,6 +67,10 @@ final class WakeUpArming {
         if waker == nil {
             do {
                 waker = try openWaker()
+            } catch LoopTurnCounter.Unavailable.outOfDescriptors {
+                // Every process of a family awake at once (their attach): asked again at the
+                // next settled step, once descriptors are free.
+                return nil
             } catch {
                 wakerRefused = true
                 return nil

@@ -21,6 +21,9 @@ public final class LoopTurnCounter {
         case noTracepoints
         case notPermitted(String)
         case failed(String)
+        /// EMFILE or ENFILE: a passing shortage (every process of a family awake at once), not
+        /// a refusal; asked again later.
+        case outOfDescriptors
 
         public var description: String {
             switch self {
@@ -30,6 +33,7 @@ public final class LoopTurnCounter {
                 return
                     "perf_event_open on syscall tracepoints was refused (\(why)); it needs root, CAP_PERFMON (with CAP_DAC_READ_SEARCH for tracefs) or kernel.perf_event_paranoid ≤ -1"
             case .failed(let why): return "perf_event_open failed: \(why)"
+            case .outOfDescriptors: return "perf_event_open failed: no descriptor left under the open-file limit"
             }
         }
     }

@@ -24,6 +24,7 @@ public final class LoopWaker {
         let fd = sa_perf_waker_open(tid, &ring)
         if fd < 0 {
             let error = errno
+            if error == EMFILE || error == ENFILE { throw LoopTurnCounter.Unavailable.outOfDescriptors }
             throw LoopTurnCounter.Unavailable.failed("context-switch records: \(String(cString: strerror(error)))")
         }
         self.fd = fd

@@ -7,7 +7,8 @@ import Glibc
 
 /// Issue 27, item 2: descriptors. Past its open-file limit, a family watch lost every new
 /// process without a word (and remembered the kernel counters as "not on this kernel"). Now
-/// it keeps a reserve, watches what fits, and names what it does not watch.
+/// it keeps a reserve, watches what fits, names what it does not watch, and watches the rest
+/// once sleeping processes give their probe files back (issue 23: 600 under 1024).
 @Suite struct DescriptorBudgetTests {
     let agent = FixtureProcess.stallagentURL
 
@@ -30,12 +31,21 @@ import Glibc
         let lines = result.stderr.split(separator: "\n")
         let watched = lines.filter { $0.contains("'s main thread; reports") }.count
         let named = lines.filter { $0.contains(": not watching ") && $0.contains("open-file limit (150)") }.count
-        let total =
-            lines.first { $0.contains("were not watched: the agent's open-file limit (150)") }
-            .flatMap { line in line.split(separator: " ").firstIndex(of: "processes").map { Int(line.split(separator: " ")[$0 - 1]) } } ?? nil
+        func count(_ phrase: String) -> Int {
+            lines.first { $0.contains(phrase) }
+                .flatMap { line in
+                    let words = line.split(separator: " ")
+                    return words.firstIndex { $0 == "processes" || $0 == "process" }.flatMap { Int(words[$0 - 1]) }
+                } ?? 0
+        }
+        // Refused at the attach burst, some are watched later: a sleeping process gives its
+        // probe files back. Every process is either watched or counted as never watched.
+        let never = count("were not watched: the agent's open-file limit (150)") + count("was not watched: the agent's open-file limit (150)")
+        let late = count("watched late, once descriptors were free")
         #expect(watched >= 10, "\(result.stderr.suffix(2000))")
-        #expect(named == min(10, 61 - watched), "\(result.stderr.suffix(2000))")
-        #expect(total.map { $0 + watched } == 61, "watched \(watched), not watched \(String(describing: total)): \(result.stderr.suffix(2000))")
+        #expect(named >= 1 && named <= 10, "\(result.stderr.suffix(2000))")
+        #expect(never + watched == 61, "watched \(watched), never \(never): \(result.stderr.suffix(2000))")
+        #expect(late <= watched, "\(result.stderr.suffix(2000))")
         #expect(!result.stderr.contains("no syscall tracepoints"), "\(result.stderr.suffix(2000))")
     }
 
