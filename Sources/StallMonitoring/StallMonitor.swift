@@ -132,6 +132,7 @@ public final class StallMonitor {
         probe = try ThreadProbeFiles(pid: inspector.pid, tid: inspector.pid)
         let tid = inspector.pid
         wakeUp = WakeUpArming(openWaker: { try LoopWaker(tid: tid) })
+        wakeUp.prepare()
         workers = WorkerDelegation(follower: WorkerThreadFollower(target: inspector))
         if let limit = options.killAfter, let pidfd {
             killPolicy = KillPolicy(limit: limit, grace: options.killGrace, pid: inspector.pid, pidfd: pidfd, log: log)

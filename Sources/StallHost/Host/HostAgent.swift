@@ -330,7 +330,10 @@ public final class HostAgent {
         case .pid, .pidfile:
             for monitor in stepped { slot.awakeSinceWideScan.insert(monitor.inspector.pid) }
             if wide {
-                let everyone = now >= slot.nextSleeperScan
+                // Processes refused for want of descriptors are looked for at every wide scan
+                // (each second) until watched: their parent may sleep, and the descriptors come
+                // back as the watched ones fall asleep.
+                let everyone = now >= slot.nextSleeperScan || !slot.unwatchedForDescriptors.isEmpty
                 if everyone { slot.nextSleeperScan = now + ProcessFamily.sleeperScanInterval }
                 for monitor in slot.monitors where everyone || slot.awakeSinceWideScan.contains(monitor.inspector.pid) {
                     candidates += slot.family.children(of: monitor.inspector.pid, allThreads: true)

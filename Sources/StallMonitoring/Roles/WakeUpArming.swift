@@ -53,6 +53,22 @@ final class WakeUpArming {
         if syscall == previousParked { settledIn = syscall }
     }
 
+    /// Opens the wake-up at the attach, not at the first arming: past the open-file limit, a
+    /// family attached in a burst held every descriptor in its awake processes' probe files,
+    /// and none of them could get the wake-up that lets it sleep and give them back (600
+    /// processes under a limit of 1024: 64 slept, 284 were never watched). Asked again at
+    /// arming if it failed for want of descriptors.
+    func prepare() {
+        guard waker == nil, !wakerRefused else { return }
+        do {
+            waker = try openWaker()
+        } catch LoopTurnCounter.Unavailable.outOfDescriptors {
+            return
+        } catch {
+            wakerRefused = true
+        }
+    }
+
     /// Arms a wake-up for the moment the thread leaves its wait and returns the descriptor to
     /// poll, when the last step found it settled there and the kernel offers the event; nil
     /// means keep probing. `eligible`: the watch goes on, no episode is open and a module check

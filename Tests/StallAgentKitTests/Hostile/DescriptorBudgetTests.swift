@@ -49,6 +49,32 @@ import Glibc
         #expect(!result.stderr.contains("no syscall tracepoints"), "\(result.stderr.suffix(2000))")
     }
 
+    /// Issue 23: a family of 600 under a hard limit of 1024 is watched whole. A sleeping
+    /// process holds one descriptor (its wake-up); those refused at the attach burst are
+    /// watched at the next scans, as the watched ones fall asleep and give theirs back.
+    @Test(.tags(.hostile), .enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/prlimit"), "needs prlimit (util-linux)"))
+    func attack19b_sixHundredIdleProcessesFitUnderALimitOf1024() throws {
+        let scratch = try HostileScratch("descriptors-600")
+        let spawner = try FixtureProcess(["spawner", "600"], timeout: 120)
+        defer {
+            spawner.signal(SIGTERM)
+            _ = spawner.waitForExit(timeout: 60)
+            spawner.stop()
+        }
+        let result = try runCommand(
+            URL(fileURLWithPath: "/usr/bin/prlimit"),
+            [
+                "--nofile=1024:1024", agent.path, "--pid", "\(spawner.pid)", "--follow-children", "--report-dir",
+                scratch.path("reports"), "--duration", "40s",
+            ], timeout: 120)
+        #expect(result.status == 0, "\(result.stderr.suffix(2000))")
+        let lines = result.stderr.split(separator: "\n")
+        let watched = lines.filter { $0.contains("'s main thread; reports") }.count
+        #expect(watched == 601, "\(result.stderr.suffix(2000))")
+        #expect(!result.stderr.contains("not watched: the agent's open-file limit"), "\(result.stderr.suffix(2000))")
+        #expect(lines.contains { $0.contains("watched stall-fixtures, 601 processes") }, "\(result.stderr.suffix(2000))")
+    }
+
     /// The same for a wrapped command: `run` keeps the reserve too, says once that it is short,
     /// and its summary line counts the processes it never watched.
     @Test(.tags(.hostile), .enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/prlimit"), "needs prlimit (util-linux)"))

@@ -342,14 +342,19 @@ import Glibc
         try agent.run()
         defer { if agent.isRunning { kill(agent.processIdentifier, SIGKILL) } }
         // Counters open at the first idle probe, rest once the agent sleeps on the wait, and
-        // the tracepoints go `releaseAfter` later: then only the wake-up's event is left.
+        // the tracepoints go `releaseAfter` later: then only the wake-up's event is left. The
+        // wake-up is opened at the attach, so one event alone before the counters opened
+        // says nothing: wait for them first.
         var held = -1
+        var countersSeen = false
         let deadline = MonotonicTime.seconds() + TracepointAnchors.releaseAfter + 8
         while MonotonicTime.seconds() < deadline {
             held = KernelState.perfEvents(agent.processIdentifier)
-            if held == 1 { break }
-            usleep(50_000)
+            if held > 1 { countersSeen = true }
+            if countersSeen, held == 1 { break }
+            usleep(20_000)
         }
+        #expect(countersSeen, "the counters never opened")
         #expect(held == 1, "the agent of an idle loop still holds \(held) perf events")
         input.fileHandleForWriting.write("go\n".data(using: .utf8)!)
         python.waitUntilExit()
