@@ -563,7 +563,7 @@ public final class StallMonitor {
         // The thread the main thread waits for, when it is the one watched (batch only).
         let sampledWorker = workers.followed as? ThreadProbeFiles
         if let sampledWorker {
-            workers.noteSampled(tid: sampledWorker.tid, name: inspector.threadName(sampledWorker.tid) ?? "?")
+            workers.noteSampled(tid: sampledWorker.tid) { inspector.threadName(sampledWorker.tid) ?? "?" }
         }
         do {
             let (snapshot, stack) =

@@ -75,8 +75,11 @@ final class WorkerDelegation {
     }
 
     /// A sample was taken of the followed worker `tid`, called `name`: the episode is its.
-    func noteSampled(tid: Int32, name: String) {
-        episodeWorker = ReportThreadInfo(tid: tid, name: name)
+    /// `name` is read only for a thread not already named: a sample every 50 ms read its
+    /// `comm` file each time.
+    func noteSampled(tid: Int32, name: () -> String) {
+        guard episodeWorker?.tid != tid else { return }
+        episodeWorker = ReportThreadInfo(tid: tid, name: name())
     }
 
     /// A sample of the main thread itself: in a batch run, a stack of `frames` waiting for

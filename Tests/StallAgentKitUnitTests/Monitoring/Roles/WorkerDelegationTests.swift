@@ -101,14 +101,21 @@ import Testing
         workers.stallStarted(1)
         #expect(workers.stallWorker(1) == nil)
         #expect(workers.stalledThread(1) == "main thread")
-        workers.noteSampled(tid: 101, name: "tests::slow")
+        var nameReads = 0
+        for _ in 0..<3 {
+            workers.noteSampled(tid: 101) {
+                nameReads += 1
+                return "tests::slow"
+            }
+        }
+        #expect(nameReads == 1, "a thread already named is not read again at every sample")
         workers.stallStarted(2)
         #expect(workers.stallWorker(2) == ReportThreadInfo(tid: 101, name: "tests::slow"))
         #expect(workers.stalledThread(2) == "thread tests::slow [101], which the main thread waits for,")
         workers.stallEnded(2)
         #expect(workers.stallWorker(2) == nil)
         #expect(workers.episodeWorker == nil)
-        workers.noteSampled(tid: 102, name: "tests::quick")
+        workers.noteSampled(tid: 102) { "tests::quick" }
         workers.episodeEnded()
         workers.stallStarted(3)
         #expect(workers.stallWorker(3) == nil)
