@@ -41,11 +41,3 @@ int sa_signal_inbox_take(int fd, int *signal_number, int *code)
     *code = info.ssi_code;
     return 1;
 }
-
-int sa_poll_nanoseconds(struct pollfd *fds, nfds_t count, int64_t nanoseconds)
-{
-    if (nanoseconds < 0)
-        nanoseconds = 0;
-    struct timespec timeout = {.tv_sec = nanoseconds / 1000000000, .tv_nsec = nanoseconds % 1000000000};
-    return ppoll(fds, count, &timeout, NULL);
-}

@@ -3,7 +3,7 @@ import StallProc
 /// The pace of every probe loop (a lone monitor, the host agent, the command wrapper): one
 /// round every `interval`, jittered ±20 % so the probes never alias with the target's own
 /// periodic timers, and restarted from now rather than bursting when the loop fell far behind
-/// (a long capture, a first symbolization). A signal for the loop ends the wait early.
+/// (a long capture, a first symbolization). The engine does the waiting (`WatchEngine.endRound`).
 package struct ProbePacer {
     let interval: Double
     private var next: Double
@@ -16,19 +16,7 @@ package struct ProbePacer {
         random = JitterGenerator(seed: UInt64(truncatingIfNeeded: start.bitPattern) ^ seed)
     }
 
-    /// Sleeps until the next round is due.
-    package mutating func waitForNextRound() {
-        next += interval * Double.random(in: 0.8...1.2, using: &random)
-        let wait = next - MonotonicTime.seconds()
-        if wait > 0 {
-            SignalInbox.sleep(wait)
-        } else if wait < -interval * 5 {
-            next = MonotonicTime.seconds()
-        }
-    }
-
-    /// Advances to the next round and returns when it is due, for a loop that waits on its
-    /// own (on wake-up descriptors as well as the clock); restarted from now if far behind.
+    /// Advances to the next round and returns when it is due; restarted from now if far behind.
     package mutating func nextRoundDue() -> Double {
         next += interval * Double.random(in: 0.8...1.2, using: &random)
         let now = MonotonicTime.seconds()

@@ -76,20 +76,6 @@ public enum SignalInbox {
         state.withLock { $0.first }
     }
 
-    /// Sleeps `seconds`, or less if a signal is queued meanwhile (the inbox is not read).
-    /// Without an inbox (a monitor stepped by a test), a plain sleep.
-    public static func sleep(_ seconds: Double) {
-        guard seconds > 0 else { return }
-        let nanoseconds = Int64(min(seconds, 1e9) * 1e9)
-        guard let fd = descriptor else {
-            var ts = timespec(tv_sec: Int(nanoseconds / 1_000_000_000), tv_nsec: Int(nanoseconds % 1_000_000_000))
-            nanosleep(&ts, nil)
-            return
-        }
-        var entry = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-        _ = sa_poll_nanoseconds(&entry, 1, nanoseconds)
-    }
-
     /// Ends the agent by `sig` with its default action, as a shell expects of a program
     /// interrupted by it; exits 128 + `sig` if the signal does not end the process.
     public static func die(of sig: Int32) -> Never {

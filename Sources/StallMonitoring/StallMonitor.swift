@@ -194,14 +194,9 @@ public final class StallMonitor {
         defer { engine.remove(self) }
         while true {
             let now = MonotonicTime.seconds()
-            if StopRequest.isRequested {
-                summary.stoppedBySignal = StopRequest.signal
-                engine.wakeAll([self])
-                accountIdleTime(until: now)
-                stop(at: now)
-                break
-            }
-            if let duration = options.duration, now - start >= duration {
+            let stopped = StopRequest.isRequested
+            if stopped || options.duration.map({ now - start >= $0 }) == true {
+                if stopped { summary.stoppedBySignal = StopRequest.signal }
                 engine.wakeAll([self])
                 accountIdleTime(until: now)
                 stop(at: now)

@@ -19,8 +19,4 @@ int sa_signal_inbox_open(const int *signals, size_t count);
 /// terminal generated it); 0 when none is queued; -1 with errno.
 int sa_signal_inbox_take(int fd, int *signal_number, int *code);
 
-/// ppoll: waits until one of `fds` is ready or `nanoseconds` pass, with the nanosecond
-/// resolution the jittered probe interval needs (poll(2) counts whole milliseconds).
-int sa_poll_nanoseconds(struct pollfd *fds, nfds_t count, int64_t nanoseconds);
-
 #endif

@@ -33,12 +33,12 @@ public final class HostAgent {
         var nextFullScan = 0.0
         var refused: [Int32: Double] = [:]
         var loggedRefusals: Set<String> = []
-        /// Processes not watched for want of descriptors (see `noteDescriptorRefusal`), how
-        /// many were, and which of them are still waiting.
-        var descriptorRefusals = 0
+        /// Processes refused for want of descriptors (see `noteDescriptorRefusal`) and not
+        /// watched since, and how many were watched later (sleeping processes gave their probe
+        /// files back).
         var unwatchedForDescriptors: Set<Int32> = []
-        /// Refused once, watched later: sleeping processes gave their probe files back.
         var watchedLate = 0
+        var descriptorRefusals: Int { unwatchedForDescriptors.count + watchedLate }
         var saidMainOnly = false
         let family = ProcessFamily()
         /// `--follow-children`: watched processes awake at some round since the last wide scan,
@@ -398,7 +398,6 @@ public final class HostAgent {
     /// them, then counts (the summary is said again when the count grows tenfold).
     private func noteDescriptorRefusal(_ slot: Slot, pid: Int32) {
         guard slot.loggedRefusals.insert("\(pid) descriptors").inserted else { return }
-        slot.descriptorRefusals += 1
         slot.unwatchedForDescriptors.insert(pid)
         let count = slot.descriptorRefusals
         let limit = OpenFileLimit.soft

@@ -80,18 +80,7 @@ final class WakeUpArming {
     func arm(eligible: Bool, counterUnchanged: () -> Bool, syscall: () -> ProcSyscallInfo?) -> Int32? {
         guard eligible, !wakerRefused else { return nil }
         guard let expected = settledIn else { return nil }
-        if waker == nil {
-            do {
-                waker = try openWaker()
-            } catch LoopTurnCounter.Unavailable.outOfDescriptors {
-                // Every process of a family awake at once (their attach): asked again at the
-                // next settled step, once descriptors are free.
-                return nil
-            } catch {
-                wakerRefused = true
-                return nil
-            }
-        }
+        prepare()
         guard let waker, waker.arm() else { return nil }
         let countUnchanged = counterUnchanged()
         guard syscall() == expected, countUnchanged else {

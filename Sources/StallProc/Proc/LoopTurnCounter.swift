@@ -33,7 +33,7 @@ public final class LoopTurnCounter {
                 return
                     "perf_event_open on syscall tracepoints was refused (\(why)); it needs root, CAP_PERFMON (with CAP_DAC_READ_SEARCH for tracefs) or kernel.perf_event_paranoid ≤ -1"
             case .failed(let why): return "perf_event_open failed: \(why)"
-            case .outOfDescriptors: return "perf_event_open failed: no descriptor left under the open-file limit"
+            case .outOfDescriptors: return "perf_event_open failed: out of file descriptors (the agent's open-file limit is reached)"
             }
         }
     }
@@ -138,12 +138,10 @@ public final class LoopTurnCounter {
     static func tracepointIDs() throws -> [(String, UInt64)] {
         if let known = cachedIDs.withLock({ $0 }) { return try known.get() }
         let result = Result { try readTracepointIDs() }.mapError { $0 as? Unavailable ?? .failed("\($0)") }
-        if case .failure(.failed(let why)) = result, why.hasPrefix(Self.outOfDescriptors) { return try result.get() }
+        if case .failure(.outOfDescriptors) = result { return try result.get() }
         cachedIDs.withLock { $0 = result }
         return try result.get()
     }
-
-    static let outOfDescriptors = "out of file descriptors"
 
     private static func readTracepointIDs() throws -> [(String, UInt64)] {
         let root = try tracefsRoot()
@@ -155,7 +153,7 @@ public final class LoopTurnCounter {
             let code = errno
             if probe >= 0 { close(probe) }
             if probe < 0 && (code == EMFILE || code == ENFILE) {
-                throw Unavailable.failed(Self.outOfDescriptors + " (the agent's open-file limit is reached)")
+                throw Unavailable.outOfDescriptors
             }
             throw Unavailable.noTracepoints
         }

@@ -69,7 +69,7 @@ public final class ThreadProbeFiles {
 
     /// Before a read of released files: reopens them and checks they are the same thread's.
     /// False: the thread is gone. Out of descriptors, the files stay released and each read
-    /// opens its own (`readOnce`).
+    /// opens its own (`read(_:else:)`).
     private func reacquire() -> Bool {
         guard !gone else { return false }
         guard !isHeld else { return true }

@@ -12,21 +12,27 @@ import Glibc
 @Suite struct DescriptorBudgetTests {
     let agent = FixtureProcess.stallagentURL
 
-    @Test(.tags(.hostile), .enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/prlimit"), "needs prlimit (util-linux)"))
-    func attack19_aFamilyPastTheOpenFileLimitIsWatchedAsFarAsItFitsAndTheRestNamed() throws {
-        let scratch = try HostileScratch("descriptors")
-        let spawner = try FixtureProcess(["spawner", "60"], timeout: 60)
+    /// `stallagent --pid SPAWNER --follow-children` for `duration` under a hard and soft
+    /// open-file limit of `limit`, the spawner's `workers` idle workers started first.
+    private func watchSpawner(workers: Int, limit: Int, duration: String, scratch name: String, timeout: Double) throws -> CommandResult {
+        let scratch = try HostileScratch(name)
+        let spawner = try FixtureProcess(["spawner", "\(workers)"], timeout: timeout)
         defer {
             spawner.signal(SIGTERM)
-            _ = spawner.waitForExit(timeout: 30)
+            _ = spawner.waitForExit(timeout: timeout / 2)
             spawner.stop()
         }
-        let result = try runCommand(
+        return try runCommand(
             URL(fileURLWithPath: "/usr/bin/prlimit"),
             [
-                "--nofile=150:150", agent.path, "--pid", "\(spawner.pid)", "--follow-children", "--report-dir", scratch.path("reports"),
-                "--duration", "5s",
-            ], timeout: 60)
+                "--nofile=\(limit):\(limit)", agent.path, "--pid", "\(spawner.pid)", "--follow-children", "--report-dir",
+                scratch.path("reports"), "--duration", duration,
+            ], timeout: timeout)
+    }
+
+    @Test(.tags(.hostile), .enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/prlimit"), "needs prlimit (util-linux)"))
+    func attack19_aFamilyPastTheOpenFileLimitIsWatchedAsFarAsItFitsAndTheRestNamed() throws {
+        let result = try watchSpawner(workers: 60, limit: 150, duration: "5s", scratch: "descriptors", timeout: 60)
         #expect(result.status == 0, "\(result.stderr.suffix(2000))")
         let lines = result.stderr.split(separator: "\n")
         let watched = lines.filter { $0.contains("'s main thread; reports") }.count
@@ -54,19 +60,7 @@ import Glibc
     /// watched at the next scans, as the watched ones fall asleep and give theirs back.
     @Test(.tags(.hostile), .enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/prlimit"), "needs prlimit (util-linux)"))
     func attack19b_sixHundredIdleProcessesFitUnderALimitOf1024() throws {
-        let scratch = try HostileScratch("descriptors-600")
-        let spawner = try FixtureProcess(["spawner", "600"], timeout: 120)
-        defer {
-            spawner.signal(SIGTERM)
-            _ = spawner.waitForExit(timeout: 60)
-            spawner.stop()
-        }
-        let result = try runCommand(
-            URL(fileURLWithPath: "/usr/bin/prlimit"),
-            [
-                "--nofile=1024:1024", agent.path, "--pid", "\(spawner.pid)", "--follow-children", "--report-dir",
-                scratch.path("reports"), "--duration", "40s",
-            ], timeout: 120)
+        let result = try watchSpawner(workers: 600, limit: 1024, duration: "40s", scratch: "descriptors-600", timeout: 120)
         #expect(result.status == 0, "\(result.stderr.suffix(2000))")
         let lines = result.stderr.split(separator: "\n")
         let watched = lines.filter { $0.contains("'s main thread; reports") }.count

@@ -5,17 +5,9 @@ import Testing
 /// What the watch does on an exec or a rename, and when it looks: a fake process that is both
 /// the target read and the watch told, so one list keeps the order of what happened.
 @Suite struct IdentityActingTests {
-    final class FakeProcess: IdentityActing.Target, IdentityActing.Watch {
-        var pid: Int32 = 4242
-        var name = "bash"
-        var executablePath: String? = "/usr/bin/bash"
-        var execCount = 0
-        var renameCount = 0
-        var mainBuildID: String? = "abc123"
-        var commandLine: [String]? = ["bash", "run.sh"]
-        /// What /proc/PID/exe says now.
-        var exe: String? = "/usr/bin/bash"
-        var mapsExecutable = true
+    /// The identity fake (pid, name, executable, what /proc/PID/exe says) with what acting on
+    /// an exec needs besides.
+    final class FakeProcess: ProgramIdentityTests.FakeTarget, IdentityActing.Target, IdentityActing.Watch {
         var isGoProgram = false
         /// What a refresh of the maps says.
         var mapsChanged = false
@@ -23,9 +15,6 @@ import Testing
         var stat: (name: String, startStack: UInt64?)? = ("bash", 0x7ffd_0000)
         var events: [String] = []
 
-        func threadName(_ tid: Int32) -> String? { nil }
-        func currentCommandLine() -> [String]? { commandLine }
-        func currentExecutablePath() -> String? { exe }
         func refreshModules(force: Bool) throws -> Bool {
             events.append("refresh")
             return mapsChanged

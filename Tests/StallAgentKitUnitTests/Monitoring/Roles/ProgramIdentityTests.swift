@@ -5,7 +5,8 @@ import StallReports
 
 /// Execs and renames told from a fake target: what stat, the maps and the executable say.
 @Suite struct ProgramIdentityTests {
-    final class FakeTarget: ProgramIdentity.Target {
+    /// Also the base of `IdentityActingTests.FakeProcess`.
+    class FakeTarget: ProgramIdentity.Target {
         var pid: Int32 = 4242
         var name = "bash"
         var executablePath: String? = "/usr/bin/bash"
