@@ -190,6 +190,11 @@ final class LoopTurnTracker {
                 return .unchanged
             }
             note = "kernel counters could not be read again after resting; using the stack rule"
+        } catch StallAgentError.noSuchProcess {
+            // Exiting as it left its wait (a server shut down): the next probe sees it gone.
+            // Said as a fallback, it put "turns from the stack rule" in the exit summary of a
+            // process counted by the kernel all along.
+            return .unchanged
         } catch {
             note = "kernel counters could not open again after resting (\(error)); using the stack rule"
         }

@@ -20,9 +20,12 @@ import StallProc
     final class Opener {
         var opened: [Set<String>?] = []
         var refusal: LoopTurnCounter.Unavailable?
+        /// The thread exited: what the kernel answers then.
+        var gone = false
         let counter = FakeCounter()
         func open(_ tid: Int32, _ waits: Set<String>?) throws -> LoopTurnTracker.Counter {
             if let refusal { throw refusal }
+            if gone { throw StallAgentError.noSuchProcess(pid: tid) }
             opened.append(waits)
             return counter
         }
@@ -194,5 +197,20 @@ import StallProc
         #expect(tracker.evidence == .stackRule)
         #expect(lines.count == 1 && lines[0].contains("using the stack rule"))
         #expect(tracker.afterProbe(.running, syscallNumber: nil, stackRuleTurns: 0, wanted: { false }) == .unchanged)
+    }
+
+    /// A thread that exits as it leaves its wait cannot have its counters back: that is its
+    /// end, not a reason to fall back (redis-server shut down while its counters rested).
+    @Test func aThreadGoneAfterARestKeepsItsEvidenceAndSaysNothing() throws {
+        let opener = Opener()
+        var lines: [String] = []
+        let tracker = try Self.tracker(.kernelCounter, opener: opener, log: { lines.append($0) })
+        tracker.begin(at: 0)
+        tracker.noteProbe(.idle, previous: nil, at: 2)
+        tracker.rest(at: 2)
+        opener.gone = true
+        #expect(tracker.afterProbe(.running, syscallNumber: nil, stackRuleTurns: 0, wanted: { false }) == .unchanged)
+        #expect(tracker.evidence == .kernelCounter)
+        #expect(lines.isEmpty)
     }
 }
