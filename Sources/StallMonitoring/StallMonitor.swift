@@ -19,24 +19,24 @@ public final class StallMonitor {
     let sampleSymbolizer: SampleSymbolizer
     public let inspector: ProcessInspector
     public let writer: ReportWriter
-    private var detector: StallDetector
+    /// The detector and its events turned into reports (see the type).
+    private let flow: StallReportFlow
+    private var detector: StallDetector { flow.detector }
     /// Per-fingerprint occurrence counts (see `StallAnnouncer.fingerprints`).
     public package(set) var fingerprints: StallFingerprintBook {
-        get { announcer.fingerprints }
-        set { announcer.fingerprints = newValue }
+        get { flow.announcer.fingerprints }
+        set { flow.announcer.fingerprints = newValue }
     }
     /// When set, stall lines go here as structured events (see `StallAnnouncer.events`).
     public var stallEvents: ((StallMonitorEvent) -> Void)? {
-        get { announcer.events }
-        set { announcer.events = newValue }
+        get { flow.announcer.events }
+        set { flow.announcer.events = newValue }
     }
-    /// Whether a stall gets a report, and its lines (see the type).
-    private let announcer: StallAnnouncer
     /// Seconds the main thread spent in each state, from the probes.
     public var stateSeconds: [ThreadActivity: Double] { loopHealth.stateSeconds }
     /// Total time the target was stopped by captures, and captures made without a stop.
-    public var pauseSecondsTotal: Double { captureStatistics.pauseSecondsTotal }
-    public var capturesWithoutStop: Int { captureStatistics.capturesWithoutStop }
+    public var pauseSecondsTotal: Double { flow.statistics.pauseSecondsTotal }
+    public var capturesWithoutStop: Int { flow.statistics.capturesWithoutStop }
     /// Time per state, turn lengths and loop health lines (see the type).
     private var loopHealth = LoopHealthRecorder()
     let probe: ThreadProbeFiles
@@ -45,15 +45,6 @@ public final class StallMonitor {
     private let log: (String) -> Void
     /// Who the process is, and what the watch does when it exec'd or was renamed (see the type).
     private let identity: IdentityActing
-    /// The host's name and the wall clock's offset, for reports (see the type).
-    private let stamp: HostStamp
-
-    private var captureStatistics = CaptureStatistics()
-
-    /// Writes each revision of a stall's report and keeps the stall's book (`StallLedger`).
-    private let publisher: ReportPublisher
-    /// With `--kill-after`.
-    private var killPolicy: KillPolicy?
     /// libstallprobe.so in the target, when it was started with it preloaded.
     public var loopProbe: LoopProbeReader? { loopProbeEdges.reader }
     /// Episode edges and loop turns from the loop probe (see the type).
@@ -99,7 +90,7 @@ public final class StallMonitor {
         sampleSymbolizer = SampleSymbolizer(appFrames: AppFrameRule(patterns: options.appFramePatterns))
         let pidfd = options.killAfter == nil ? nil : KillPolicy.Pidfd(pid: pid)
         self.log = log
-        announcer = StallAnnouncer(
+        let announcer = StallAnnouncer(
             fingerprints: fingerprints, quiet: options.quiet, minimumReportInterval: options.minimumReportInterval, log: log,
             wallClock: { Date().timeIntervalSince1970 })
         // Its age when the attach began, not after it: loading the modules' symbols can take
@@ -113,7 +104,7 @@ public final class StallMonitor {
         if inspector.isGoProgram { throw StallAgentError.goProgram(pid: inspector.pid) }
         writer = try ReportWriter.shared(directory: options.reportDirectory)
         let debugDirectories = options.debugDirectories
-        publisher = ReportPublisher(
+        let publisher = ReportPublisher(
             sink: writer, pid: inspector.pid, writeFolded: options.writeFolded, log: log, clock: MonotonicTime.seconds,
             followUp: { report, jsonPath in
                 DebuginfodFollowUp.symbolicateWhenFetched(report, jsonPath: jsonPath, debugDirectories: debugDirectories)
@@ -134,6 +125,7 @@ public final class StallMonitor {
         wakeUp = WakeUpArming(openWaker: { try LoopWaker(tid: tid) })
         wakeUp.prepare()
         workers = WorkerDelegation(follower: WorkerThreadFollower(target: inspector))
+        var killPolicy: KillPolicy?
         if let limit = options.killAfter, let pidfd {
             killPolicy = KillPolicy(limit: limit, grace: options.killGrace, pid: inspector.pid, pidfd: pidfd, log: log)
         }
@@ -148,13 +140,14 @@ public final class StallMonitor {
             startsInLaunchPhase: age.map { $0 < options.launchThreshold || options.batchThreshold != nil } ?? false,
             loopTurnEvidence: turnTracker.evidence, batchThreshold: options.batchThreshold)
         configuration.batchJoinedAfterStart = joinedAfterStart
-        detector = StallDetector(configuration: configuration)
         let modules = inspector
         watchStart = WatchStart(
             age: age, joinedAfterStart: joinedAfterStart, batch: options.batchThreshold != nil,
             mainModule: { modules.mainModule?.name })
-        stamp = HostStamp()
         identity = IdentityActing(of: inspector, redactArgv: options.redactArgv, unit: options.unit, quiet: options.quiet, log: log)
+        flow = StallReportFlow(
+            detector: StallDetector(configuration: configuration), announcer: announcer, publisher: publisher, killPolicy: killPolicy,
+            workers: workers, identity: identity, probeInterval: options.probeInterval)
         summary = MonitorSummary(
             pid: inspector.pid, name: inspector.name, watchedSeconds: 0,
             reportDirectory: URL(fileURLWithPath: options.reportDirectory).standardizedFileURL.path)
@@ -211,10 +204,7 @@ public final class StallMonitor {
     }
 
     /// The file stem of the report of the stall in progress, which retention must not delete.
-    public var openReportStem: String? {
-        guard let id = detector.currentStallID, let paths = publisher.ledger.reportPaths[id] else { return nil }
-        return ((paths.text as NSString).lastPathComponent as NSString).deletingPathExtension
-    }
+    public var openReportStem: String? { flow.openReportStem }
 
     /// For drivers that step several monitors (the command wrapper).
     public func begin(at now: Double) {
@@ -239,7 +229,7 @@ public final class StallMonitor {
         // A compiled descendant busy at the first probe was so since it started: nothing ran
         // on its thread before (CPU and run-queue time 0 at birth).
         if let born = watchStart.takeBirth(), loopHealth.lastObservation == nil, observation.activity.isBusy, born < observation.time {
-            handle(detector.observe(ThreadObservation(time: born, activity: observation.activity, cpuNanos: 0, runQueueNanos: 0)))
+            flow.feed(in: self) { $0.observe(ThreadObservation(time: born, activity: observation.activity, cpuNanos: 0, runQueueNanos: 0)) }
             loopHealth.observe(at: born, observation.activity)
         }
         // Woken from its wait and busy now: the work began when the kernel saw it leave the
@@ -248,15 +238,16 @@ public final class StallMonitor {
         if let left = leftWait, observation.activity.isBusy, !detector.isInEpisode,
             let last = loopHealth.lastObservation, last.activity == .idle, left > last.time, left < observation.time
         {
-            handle(
-                detector.observe(
-                    ThreadObservation(time: left, activity: observation.activity, cpuNanos: cpuBefore, runQueueNanos: runQueueBefore)))
+            flow.feed(in: self) {
+                $0.observe(
+                    ThreadObservation(time: left, activity: observation.activity, cpuNanos: cpuBefore, runQueueNanos: runQueueBefore))
+            }
             // Idle until it left: `last` was idle.
             loopHealth.observe(at: left, observation.activity)
         }
         // Entries into a nested wait (pg_sleep's WaitLatch) move the counter too: they are not
         // turns of the loop.
-        handle(detector.observe(observation, loopTurned: turned && !wasNested && !inNestedWait))
+        flow.feed(in: self) { $0.observe(observation, loopTurned: turned && !wasNested && !inNestedWait) }
         if leftWait != nil, observation.activity == .idle { turnTracker.noteRestedTurn() }
         turnTracker.noteProbe(observation.activity, previous: loopHealth.lastObservation?.activity, at: observation.time)
         switch turnTracker.afterProbe(
@@ -264,8 +255,8 @@ public final class StallMonitor {
             wanted: { counterWanted(at: now) })
         {
         case .unchanged: break
-        case .countersOpened: detector.useLoopTurnEvidence(.kernelCounter)
-        case .fellBackToStackRule: detector.useLoopTurnEvidence(.stackRule)
+        case .countersOpened: flow.update { $0.useLoopTurnEvidence(.kernelCounter) }
+        case .fellBackToStackRule: flow.update { $0.useLoopTurnEvidence(.stackRule) }
         }
         if !observation.activity.isBusy { hints.io.clear() }
         // On for a whole busy episode (a thread that blocks now and then would otherwise turn
@@ -274,7 +265,7 @@ public final class StallMonitor {
         loopProbeEdges.fed(at: observation.time)
         loopHealth.observe(at: observation.time, observation.activity)
         if observation.activity == .gone {
-            handle(detector.finish(at: now, targetGone: true))
+            flow.feed(in: self) { $0.finish(at: now, targetGone: true) }
             summary.targetExited = true
             // A zombie main thread whose process runs on in other threads: said as such, not
             // as the process's exit (issue 27).
@@ -299,13 +290,13 @@ public final class StallMonitor {
             // its exec): the reports must take the new name now, not never.
             identity.actOnChanges(at: now, in: self)
         }
-        if detector.isStalled { checkKillAfter(at: now) }
+        if detector.isStalled { flow.checkKillAfter(at: now) }
         if identity.checkIfDue(at: now, in: self) {
             for notice in InflationBudget.shared.drainNotices() { log("stallagent: " + notice) }
         }
         identity.settleIfDue(at: now, in: self)
         if loopHealth.isDue(at: now) { recordLoopHealth(at: now) }
-        if publisher.hasUnwrittenFinals { publisher.retryFinalReports(at: now, final: false) }
+        if flow.publisher.hasUnwrittenFinals { flow.publisher.retryFinalReports(at: now, final: false) }
         return true
     }
 
@@ -316,7 +307,7 @@ public final class StallMonitor {
         guard let line = loopHealth.close(at: now, turns: loopTurnCount, isLoop: { kind == .loop }) else { return }
         writer.appendLoopHealth(
             LoopHealthSample(
-                time: Date(), seconds: line.seconds, pid: identity.process.pid, name: identity.process.name, hostname: stamp.hostname,
+                time: Date(), seconds: line.seconds, pid: identity.process.pid, name: identity.process.name, hostname: flow.stamp.hostname,
                 unit: options.unit, turns: line.turns, busySeconds: line.busySeconds,
                 longestTurnSeconds: line.longestTurnSeconds, evidence: loopTurnEvidence.rawValue))
     }
@@ -325,14 +316,14 @@ public final class StallMonitor {
     private func applyLoopProbe(_ state: LoopProbeReader.State, to observation: ThreadObservation) -> ThreadObservation {
         loopProbeEdges.apply(
             state, to: observation, isInEpisode: { detector.isInEpisode }, addTurns: { turnTracker.addProbeTurns($0) },
-            feed: { handle(detector.observe($0)) })
+            feed: { observation in flow.feed(in: self) { $0.observe(observation) } })
     }
 
     /// Ends the watch with the target still alive: an open stall is finalised.
     public func stop(at now: Double) {
         guard !finished else { return }
         recordLoopHealth(at: now)
-        handle(detector.finish(at: now, targetGone: false))
+        flow.feed(in: self) { $0.finish(at: now, targetGone: false) }
         finished = true
     }
 
@@ -341,7 +332,7 @@ public final class StallMonitor {
         // The last stretch of loop health, up to the exit (`stop` wrote it for a watch that ended).
         if let last = loopHealth.lastLineTime, MonotonicTime.seconds() - last >= 1 { recordLoopHealth(at: MonotonicTime.seconds()) }
         inspector.capturer.reapPending(final: true)
-        publisher.retryFinalReports(at: MonotonicTime.seconds(), final: true)
+        flow.publisher.retryFinalReports(at: MonotonicTime.seconds(), final: true)
         // Final reports still waiting on debuginfod downloads: a short wait, not the whole
         // deadline, so a hung server cannot hold up a wrapped command's exit for long.
         DebuginfodFollowUp.drain(timeout: min(Debuginfod.shared.maxSeconds, 10))
@@ -379,9 +370,7 @@ public final class StallMonitor {
                 time: now, activity: classification.activity,
                 frames: frames.map(sampleSymbolizer.sampled))
         }
-        let snapshot = detector.captureSnapshot(at: now, idleSample: sample)
-        let report = StallReport(snapshot: snapshot, context: context(for: snapshot))
-        let path = publisher.writeSnapshot(report)
+        let (snapshot, report, path) = flow.writeSnapshotReport(at: now, idleSample: sample, in: self)
         return TimeoutSnapshot(
             pid: inspector.pid, name: inspector.name, reportPath: path, topFunction: StallLedger.culprit(snapshot, report),
             activity: classification.detail.isEmpty ? classification.activity.rawValue : classification.detail)
@@ -405,14 +394,14 @@ public final class StallMonitor {
             // Reaped already: the wrapper (the command's parent, or the subreaper of orphans)
             // noted how it ended.
             if let reaped = ReapedExitLedger.shared.peek(pid: inspector.pid) {
-                if reaped.signal == 0 { detector.noteExit() } else { detector.noteKilled() }
+                flow.update { if reaped.signal == 0 { $0.noteExit() } else { $0.noteKilled() } }
             }
             return ThreadObservation(time: now, activity: .gone)
         }
         // A zombie says how it ended until its parent reaps it: by its own exit, a stall keeps
         // its reason (issue 25: a test whose last act was a sleep did not die).
         if stat.state == "Z" || stat.state == "X", let code = stat.exitCode {
-            if code & 0x7f == 0 { detector.noteExit() } else { detector.noteKilled() }
+            flow.update { if code & 0x7f == 0 { $0.noteExit() } else { $0.noteKilled() } }
         }
         identity.noteStat(name: stat.name, startStack: stat.startStack, at: now, in: self)
         let sched = probe.schedstat()
@@ -486,14 +475,14 @@ public final class StallMonitor {
         // Read into plain locals first: comparing the detector's optional directly trips a
         // Swift 6.3 release-mode optimizer crash (CopyPropagation ownership verification).
         let startTime: Double? = detector.isInEpisode ? detector.episodeStartTime : nil
-        captureStatistics.resetIfNewEpisode(startedAt: startTime)
+        flow.statistics.resetIfNewEpisode(startedAt: startTime)
     }
 
     /// Home or nested, for a thread in one of the idle-set waits (nil for anything else).
     private func waitSiteVerdict(_ syscall: ProcSyscallInfo, turned: Bool) -> HomeWaitTracker.Verdict? {
         let look = waitSites.look(at: syscall, turned: turned, evidence: loopTurnEvidence, in: self)
         if look.unchanged { wakeUp.noteUnchangedWait(syscall) }
-        if look.learnedLoopFrames { detector.setLoopFrames(waitSites.loopFrames) }
+        if look.learnedLoopFrames { flow.update { $0.setLoopFrames(waitSites.loopFrames) } }
         return look.verdict
     }
 
@@ -567,18 +556,18 @@ public final class StallMonitor {
             if waitSites.isBackInLoop(snapshot) {
                 // The loop went back to its wait between the probe and the capture: this stack
                 // is the loop's, not the work's, and must not name the stall.
-                handle(detector.record(StackSample(time: now, activity: .idle, frames: [])))
-                handle(detector.noteLoopTurn(at: now))
+                flow.feed(in: self) { $0.record(StackSample(time: now, activity: .idle, frames: [])) }
+                flow.feed(in: self) { $0.noteLoopTurn(at: now) }
                 return
             }
             hints.io.learn(
                 interruptedSyscall: snapshot.interruptedSyscall, stopped: snapshot.method == .ptraceStop,
                 fileKind: { inspector.fileKind($0) })
             if snapshot.method == .ptraceStop {
-                captureStatistics.recordStop(pauseNanos: snapshot.pauseNanos)
+                flow.statistics.recordStop(pauseNanos: snapshot.pauseNanos)
                 summary.capturesWithStop += 1
             } else {
-                captureStatistics.recordWithoutStop()
+                flow.statistics.recordWithoutStop()
             }
             var sampled = sampleSymbolizer.frames(of: stack, batch: detector.episodePhase == .batch, in: inspector)
             if let sampledWorker {
@@ -593,15 +582,16 @@ public final class StallMonitor {
                 workers.learnWaitSite(batch: detector.phase == .batch, frames: sampled, syscall: snapshot.syscall)
             }
             hints.lock.learn(activity: activity, syscall: snapshot.syscall, frames: sampled)
-            handle(
-                detector.record(
+            flow.feed(in: self) {
+                $0.record(
                     StackSample(
                         time: now, activity: activity, frames: sampled,
-                        isWhole: stack.end == .complete || stack.end == .truncatedAtLimit)))
+                        isWhole: stack.end == .complete || stack.end == .truncatedAtLimit))
+            }
         } catch StallAgentError.alreadyTraced(_, let tracer) {
             // strace, gdb or another agent holds the target: no stacks, but the stall is still
             // timed from /proc. Said once per tracer, and in every report.
-            captureStatistics.recordFailure()
+            flow.statistics.recordFailure()
             if sampleSymbolizer.noteTracer(
                 tracer,
                 name: {
@@ -613,106 +603,53 @@ public final class StallMonitor {
                     "stallagent: \(inspector.name.terminalSafe) [\(inspector.pid)]: \(sampleSymbolizer.samplingNote!.terminalSafe); stalls are still timed from /proc"
                 )
             }
-            handle(detector.record(StackSample(time: now, activity: activity, frames: [])))
+            flow.feed(in: self) { $0.record(StackSample(time: now, activity: activity, frames: [])) }
         } catch {
-            captureStatistics.recordFailure()
-            handle(detector.record(StackSample(time: now, activity: activity, frames: [])))
+            flow.statistics.recordFailure()
+            flow.feed(in: self) { $0.record(StackSample(time: now, activity: activity, frames: [])) }
         }
-    }
-
-    // MARK: Events → reports
-
-    private func handle(_ events: [DetectorEvent]) {
-        for event in events {
-            switch event {
-            case .stallStarted(let snapshot):
-                workers.stallStarted(snapshot.id)
-                let decision = announcer.decide(snapshot)
-                publisher.ledger.open(snapshot.id, decision: decision)
-                refreshLockOwner(for: snapshot)
-                let report = write(snapshot)
-                announcer.detected(
-                    snapshot, report, decision: decision, reportPath: { publisher.ledger.reportPaths[snapshot.id]?.text },
-                    name: inspector.name, pid: inspector.pid, thread: workers.stalledThread(snapshot.id))
-            case .stallUpdated(let snapshot):
-                refreshLockOwner(for: snapshot)
-                write(snapshot)
-            case .stallEnded(let snapshot):
-                record(snapshot, write(snapshot))
-                workers.stallEnded(snapshot.id)
-            case .episodeEnded(let episode):
-                workers.episodeEnded()
-                loopHealth.noteTurn(episode.duration)
-            case .launchPhaseEnded:
-                break
-            }
-        }
-    }
-
-    /// While the main thread waits on a lock, find the owner chain (and a deadlock) and the
-    /// owner's stack. Kept per stall: when the stall ends the lock is no longer awaited.
-    private func refreshLockOwner(for snapshot: StallSnapshot) {
-        guard let owner = LockOwnerLookup.owner(from: inspector.pid, in: inspector) else { return }
-        publisher.ledger.setLockOwner(owner, for: snapshot.id)
-        if owner.deadlock && !snapshot.deadlock {
-            handle(detector.setDeadlock(true, at: MonotonicTime.seconds()))
-        }
-    }
-
-    private func context(for snapshot: StallSnapshot) -> StallReportContext {
-        let images = inspector.modules.modules.map {
-            ReportBinaryImage(
-                start: $0.start, end: $0.end, name: $0.name, path: $0.path, buildId: $0.image?.buildID,
-                unavailable: $0.unavailable?.rawValue)
-        }
-        return StallReportContext(
-            process: identity.process, thread: workers.stallWorker(snapshot.id) ?? identity.thread, wallClockOffset: stamp.wallClockOffset,
-            resolveFrame: { [unowned self] frame, index in self.sampleSymbolizer.resolve(frame, index: index, in: self.inspector) },
-            binaryImages: images, lockOwner: publisher.ledger.lockOwners[snapshot.id],
-            agent: captureStatistics.episodeStats(samples: snapshot.sampleCount, probeInterval: options.probeInterval),
-            termination: publisher.ledger.terminations[snapshot.id], occurrence: publisher.ledger.occurrence(snapshot.id),
-            hostname: stamp.hostname, loopTurnsNote: loopTurnsNote, samplingNote: sampleSymbolizer.samplingNote)
-    }
-
-    @discardableResult
-    private func write(_ snapshot: StallSnapshot) -> StallReport {
-        if identity.settleReadsLeft > 0 { identity.settle(in: self) }
-        let report = StallReport(snapshot: snapshot, context: context(for: snapshot))
-        publisher.publish(report, of: snapshot)
-        return report
-    }
-
-    private func record(_ snapshot: StallSnapshot, _ report: StallReport) {
-        let path = publisher.ledger.summaryPath(snapshot.id)
-        announcer.logEnded(report, reportPath: path)
-        let stall = publisher.ledger.stall(snapshot, report)
-        summary.record(stall)
-        announcer.sendEnded(stall, report, reportPath: path)
-        publisher.close(snapshot.id)
-    }
-
-    // MARK: --kill-after
-
-    private func checkKillAfter(at now: Double) {
-        guard let killPolicy, let id = detector.currentStallID, let age = detector.episodeAge,
-            let termination = killPolicy.check(stallID: id, age: age, at: now)
-        else { return }
-        publisher.ledger.noteTermination(termination, for: id)
     }
 }
 
-/// An exec or a rename, as the watch takes it (see `IdentityActing`).
-extension StallMonitor: IdentityActing.Watch {
+/// An exec or a rename, as the watch takes it (see `IdentityActing`), and what the report flow
+/// reads of the target and tells the watch (see `StallReportFlow`).
+extension StallMonitor: StallReportFlow.Watch {
     func statIdentity() -> (name: String, startStack: UInt64?)? {
         probe.stat().map { ($0.name, $0.startStack) }
     }
 
     func execBegan(at now: Double) {
-        handle(detector.noteExec(at: now))
+        flow.feed(in: self) { $0.noteExec(at: now) }
     }
 
     func processRenamed(_ name: String) {
         summary.name = name
+    }
+
+    func binaryImages() -> [ReportBinaryImage] {
+        inspector.modules.modules.map {
+            ReportBinaryImage(
+                start: $0.start, end: $0.end, name: $0.name, path: $0.path, buildId: $0.image?.buildID,
+                unavailable: $0.unavailable?.rawValue)
+        }
+    }
+
+    func resolveFrame(_ frame: SampledFrame, index: Int) -> SymbolizedFrame {
+        sampleSymbolizer.resolve(frame, index: index, in: inspector)
+    }
+
+    func lockOwner() -> ReportLockOwner? {
+        LockOwnerLookup.owner(from: inspector.pid, in: inspector)
+    }
+
+    var samplingNote: String? { sampleSymbolizer.samplingNote }
+
+    func turnEnded(_ duration: Double) {
+        loopHealth.noteTurn(duration)
+    }
+
+    func stallRecorded(_ stall: MonitorSummary.Stall) {
+        summary.record(stall)
     }
 
     func execdGoProgram() {
@@ -724,7 +661,7 @@ extension StallMonitor: IdentityActing.Watch {
         workers.forget()
         sampleSymbolizer.reset()
         waitSites.reset()
-        detector.setLoopFrames([])
+        flow.update { $0.setLoopFrames([]) }
         activities.forget()
         hints.io.clear()
     }
