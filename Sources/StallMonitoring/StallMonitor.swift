@@ -74,9 +74,8 @@ public final class StallMonitor {
     private var waitSites: WaitSiteClassifier
     /// True while the latest probe found the thread in a wait nested inside work.
     private var inNestedWait: Bool { readings.inNestedWait }
-    /// A running thread the latest sample found in file I/O counts as in I/O, a futex wait it
-    /// found under a lock-acquiring frame as a lock wait (see the type).
-    private var hints = SampleHints()
+    /// Takes the stacks the detector asks for, and keeps what they say as hints (see the type).
+    private let sampler: StackSampler
 
     public private(set) var summary: MonitorSummary
 
@@ -148,6 +147,9 @@ public final class StallMonitor {
         flow = StallReportFlow(
             detector: StallDetector(configuration: configuration), announcer: announcer, publisher: publisher, killPolicy: killPolicy,
             workers: workers, identity: identity, probeInterval: options.probeInterval)
+        sampler = StackSampler(
+            target: InspectedTarget(inspector: inspector, probe: probe), symbolizer: sampleSymbolizer, workers: workers, flow: flow,
+            log: log)
         summary = MonitorSummary(
             pid: inspector.pid, name: inspector.name, watchedSeconds: 0,
             reportDirectory: URL(fileURLWithPath: options.reportDirectory).standardizedFileURL.path)
@@ -258,7 +260,7 @@ public final class StallMonitor {
         case .countersOpened: flow.update { $0.useLoopTurnEvidence(.kernelCounter) }
         case .fellBackToStackRule: flow.update { $0.useLoopTurnEvidence(.stackRule) }
         }
-        if !observation.activity.isBusy { hints.io.clear() }
+        if !observation.activity.isBusy { sampler.hints.io.clear() }
         // On for a whole busy episode (a thread that blocks now and then would otherwise turn
         // it off and on every probe); batch processes are sampled by ptrace, as few as they are.
         inspector.setPerfSampling(tid: inspector.pid, busy: detector.isInEpisode && detector.phase != .batch)
@@ -284,7 +286,16 @@ public final class StallMonitor {
             // becomes the `pytest` Python script): the executable says it. Checked before a
             // sample, so the sample is read with the new program's modules.
             if detector.phase == .batch, identity.executableChanged { identity.noteExec(at: now, in: self) }
-            sample(at: now, activity: observation.activity)
+            switch sampler.sample(
+                at: now, activity: observation.activity, cpuNanos: readings.cpuNanos, in: self,
+                isBackInLoop: { waitSites.isBackInLoop($0) })
+            {
+            case .awaitingKernelSample: break
+            case .putOff: summary.samplesPutOff += 1
+            case .taken(let withStop):
+                summary.samples += 1
+                if withStop { summary.capturesWithStop += 1 }
+            }
             // A capture whose frames lay outside every known module re-read the maps, and
             // so may have been the first to see an exec (a child caught between its fork and
             // its exec): the reports must take the new name now, not never.
@@ -423,7 +434,7 @@ public final class StallMonitor {
         } else if parkedNow {
             activity = .idle
             parkedIn = syscall
-        } else if let hinted = hints.correction(of: activity, in: syscall) {
+        } else if let hinted = sampler.hints.correction(of: activity, in: syscall) {
             activity = hinted
         }
         if activity == .idle, !options.busyFramePatterns.isEmpty, let syscall,
@@ -517,98 +528,6 @@ public final class StallMonitor {
     public func disarmWakeUp() {
         wakeUp.disarm()
     }
-
-    // MARK: Sampling
-
-    private func sample(at now: Double, activity: ThreadActivity) {
-        // No stop for a sample the kernel is about to take: asked again at the next probe.
-        if inspector.awaitsPerfSample(tid: inspector.pid, running: probe.lastSyscall == .running, cpuNanos: readings.cpuNanos) {
-            return
-        }
-        // In the first half of the threshold, only without a stop (see `CapturePolicy`).
-        var stopFree: (snapshot: ThreadSnapshot, stack: UnwoundStack)?
-        if CapturePolicy.withoutStop(
-            episodeAge: detector.episodeAge, phase: detector.episodePhase,
-            threshold: { detector.configuration.threshold(for: $0) })
-        {
-            // Running: the kernel's sample. Blocked: the copy made while it sleeps, which a
-            // short call under load often leaves before the copy is done.
-            let sampled =
-                probe.lastSyscall == .running
-                ? inspector.sampleWithoutStop(tid: inspector.pid, probe: probe)
-                : try? inspector.captureStack(tid: inspector.pid, activity: activity, probe: probe, mayStop: false)
-            guard let sampled else {
-                summary.samplesPutOff += 1
-                return
-            }
-            stopFree = sampled
-        }
-        summary.samples += 1
-        // The thread the main thread waits for, when it is the one watched (batch only).
-        let sampledWorker = workers.followed as? ThreadProbeFiles
-        if let sampledWorker {
-            workers.noteSampled(tid: sampledWorker.tid) { inspector.threadName(sampledWorker.tid) ?? "?" }
-        }
-        do {
-            let (snapshot, stack) =
-                try stopFree
-                ?? inspector.captureStack(tid: sampledWorker?.tid ?? inspector.pid, activity: activity, probe: sampledWorker ?? probe)
-            if waitSites.isBackInLoop(snapshot) {
-                // The loop went back to its wait between the probe and the capture: this stack
-                // is the loop's, not the work's, and must not name the stall.
-                flow.feed(in: self) { $0.record(StackSample(time: now, activity: .idle, frames: [])) }
-                flow.feed(in: self) { $0.noteLoopTurn(at: now) }
-                return
-            }
-            hints.io.learn(
-                interruptedSyscall: snapshot.interruptedSyscall, stopped: snapshot.method == .ptraceStop,
-                fileKind: { inspector.fileKind($0) })
-            if snapshot.method == .ptraceStop {
-                flow.statistics.recordStop(pauseNanos: snapshot.pauseNanos)
-                summary.capturesWithStop += 1
-            } else {
-                flow.statistics.recordWithoutStop()
-            }
-            var sampled = sampleSymbolizer.frames(of: stack, batch: detector.episodePhase == .batch, in: inspector)
-            if let sampledWorker {
-                // glibc hands a finished thread's stack to the next thread it creates: the next
-                // test's frames sat at the same addresses and were taken for the same
-                // activations (one stall of two tests). Another thread's frame is another
-                // activation; user-space stack addresses leave the top 16 bits free to say so.
-                let tag = UInt64(truncatingIfNeeded: sampledWorker.tid) << 48
-                for index in sampled.indices { sampled[index].cfa ^= tag }
-            }
-            if sampledWorker == nil {
-                workers.learnWaitSite(batch: detector.phase == .batch, frames: sampled, syscall: snapshot.syscall)
-            }
-            hints.lock.learn(activity: activity, syscall: snapshot.syscall, frames: sampled)
-            flow.feed(in: self) {
-                $0.record(
-                    StackSample(
-                        time: now, activity: activity, frames: sampled,
-                        isWhole: stack.end == .complete || stack.end == .truncatedAtLimit))
-            }
-        } catch StallAgentError.alreadyTraced(_, let tracer) {
-            // strace, gdb or another agent holds the target: no stacks, but the stall is still
-            // timed from /proc. Said once per tracer, and in every report.
-            flow.statistics.recordFailure()
-            if sampleSymbolizer.noteTracer(
-                tracer,
-                name: {
-                    (try? ProcFS.readText("/proc/\(tracer)/comm", pid: tracer))?
-                        .trimmingCharacters(in: .whitespacesAndNewlines) ?? "?"
-                })
-            {
-                log(
-                    "stallagent: \(inspector.name.terminalSafe) [\(inspector.pid)]: \(sampleSymbolizer.samplingNote!.terminalSafe); stalls are still timed from /proc"
-                )
-            }
-            flow.feed(in: self) { $0.record(StackSample(time: now, activity: activity, frames: [])) }
-        } catch {
-            flow.statistics.recordFailure()
-            flow.feed(in: self) { $0.record(StackSample(time: now, activity: activity, frames: [])) }
-        }
-    }
 }
 
 /// An exec or a rename, as the watch takes it (see `IdentityActing`), and what the report flow
@@ -663,7 +582,7 @@ extension StallMonitor: StallReportFlow.Watch {
         waitSites.reset()
         flow.update { $0.setLoopFrames([]) }
         activities.forget()
-        hints.io.clear()
+        sampler.hints.io.clear()
     }
 }
 
