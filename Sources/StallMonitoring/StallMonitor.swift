@@ -40,8 +40,6 @@ public final class StallMonitor {
     /// Time per state, turn lengths and loop health lines (see the type).
     private var loopHealth = LoopHealthRecorder()
     let probe: ThreadProbeFiles
-    /// The thread's activity from /proc, classified again only when it changed (see the type).
-    private let activities: ActivityClassifier
     private let log: (String) -> Void
     /// Who the process is, and what the watch does when it exec'd or was renamed (see the type).
     private let identity: IdentityActing
@@ -49,8 +47,8 @@ public final class StallMonitor {
     public var loopProbe: LoopProbeReader? { loopProbeEdges.reader }
     /// Episode edges and loop turns from the loop probe (see the type).
     private let loopProbeEdges: LoopProbeInterpreter
-    /// CPU time, call and nesting the latest probe read (see the type).
-    private var readings = ProbeReadings()
+    /// One probe of the main thread, made into the detector's observation (see the type).
+    private let observer: MainThreadObserver
     /// In a batch process, the thread the main thread waits for, watched in its stead.
     private let workers: WorkerDelegation
     /// Sleeps the agent on a thread settled in its wait (see the type).
@@ -60,8 +58,6 @@ public final class StallMonitor {
     /// The evidence loop turns are counted by (see `LoopTurnTracker`), and why it is not a better one.
     public var loopTurnEvidence: LoopTurnEvidence { turnTracker.evidence }
     public var loopTurnsNote: String? { turnTracker.note }
-    /// The system call the latest probe found the thread in.
-    private var probedSyscallNumber: Int? { readings.syscallNumber }
     /// Busy turns' lengths (each busy episode ends with a turn or idle).
     public var turnLengths: TurnLengthHistogram { loopHealth.turnLengths }
 
@@ -71,9 +67,6 @@ public final class StallMonitor {
     }
     /// Loop turns seen so far (see `LoopTurnTracker.turns`), for metrics.
     public var loopTurnCount: UInt64 { turnTracker.count(stackRuleTurns: detector.stackRuleTurns) }
-    private var waitSites: WaitSiteClassifier
-    /// True while the latest probe found the thread in a wait nested inside work.
-    private var inNestedWait: Bool { readings.inNestedWait }
     /// Takes the stacks the detector asks for, and keeps what they say as hints (see the type).
     private let sampler: StackSampler
 
@@ -109,12 +102,12 @@ public final class StallMonitor {
                 DebuginfodFollowUp.symbolicateWhenFetched(report, jsonPath: jsonPath, debugDirectories: debugDirectories)
             })
         let classifier = ThreadStateClassifier(extraIdleSyscalls: options.extraIdleSyscalls)
-        waitSites = WaitSiteClassifier(
+        let waitSites = WaitSiteClassifier(
             idleSyscalls: classifier.idleSyscalls, busyFramePatterns: options.busyFramePatterns,
             idleFramePatterns: options.idleFramePatterns, firstWaitIsParking: options.firstWaitIsParking)
         inspector.classifier = classifier
         let targetPid = inspector.pid
-        activities = ActivityClassifier(
+        let activities = ActivityClassifier(
             classifier: classifier, hasIdleFrames: !options.idleFramePatterns.isEmpty, clock: MonotonicTime.seconds,
             readFrozen: { CgroupFreezer.isFrozen(pid: targetPid) })
         inspector.perfSampling = options.perfSampling
@@ -147,9 +140,12 @@ public final class StallMonitor {
         flow = StallReportFlow(
             detector: StallDetector(configuration: configuration), announcer: announcer, publisher: publisher, killPolicy: killPolicy,
             workers: workers, identity: identity, probeInterval: options.probeInterval)
-        sampler = StackSampler(
-            target: InspectedTarget(inspector: inspector, probe: probe), symbolizer: sampleSymbolizer, workers: workers, flow: flow,
-            log: log)
+        let target = InspectedTarget(inspector: inspector, probe: probe, symbolizer: sampleSymbolizer)
+        sampler = StackSampler(target: target, symbolizer: sampleSymbolizer, workers: workers, flow: flow, log: log)
+        observer = MainThreadObserver(
+            target: target, waitSites: waitSites, activities: activities, flow: flow, workers: workers, wakeUp: wakeUp, sampler: sampler,
+            identity: identity, turnTracker: turnTracker, childWaitsAreParking: options.childWaitsAreParking,
+            hasBusyFrames: !options.busyFramePatterns.isEmpty)
         summary = MonitorSummary(
             pid: inspector.pid, name: inspector.name, watchedSeconds: 0,
             reportDirectory: URL(fileURLWithPath: options.reportDirectory).standardizedFileURL.path)
@@ -222,9 +218,9 @@ public final class StallMonitor {
         wakeUp.beginStep()
         let leftWait = wakeUp.takeLeftWait()
         let turned = turnTracker.readCounter()
-        let wasNested = inNestedWait
-        let (cpuBefore, runQueueBefore) = (observedCPUNanos, observedRunQueueNanos)
-        var observation = observe(at: now, turned: turned)
+        let wasNested = observer.readings.inNestedWait
+        let (cpuBefore, runQueueBefore) = (observer.observedCPUNanos, observer.observedRunQueueNanos)
+        var observation = observer.observe(at: now, turned: turned, in: self)
         if let state = loopProbeEdges.read() {
             observation = applyLoopProbe(state, to: observation)
         }
@@ -249,11 +245,11 @@ public final class StallMonitor {
         }
         // Entries into a nested wait (pg_sleep's WaitLatch) move the counter too: they are not
         // turns of the loop.
-        flow.feed(in: self) { $0.observe(observation, loopTurned: turned && !wasNested && !inNestedWait) }
+        flow.feed(in: self) { $0.observe(observation, loopTurned: turned && !wasNested && !observer.readings.inNestedWait) }
         if leftWait != nil, observation.activity == .idle { turnTracker.noteRestedTurn() }
         turnTracker.noteProbe(observation.activity, previous: loopHealth.lastObservation?.activity, at: observation.time)
         switch turnTracker.afterProbe(
-            observation.activity, syscallNumber: probedSyscallNumber, stackRuleTurns: detector.stackRuleTurns,
+            observation.activity, syscallNumber: observer.readings.syscallNumber, stackRuleTurns: detector.stackRuleTurns,
             wanted: { counterWanted(at: now) })
         {
         case .unchanged: break
@@ -287,8 +283,8 @@ public final class StallMonitor {
             // sample, so the sample is read with the new program's modules.
             if detector.phase == .batch, identity.executableChanged { identity.noteExec(at: now, in: self) }
             switch sampler.sample(
-                at: now, activity: observation.activity, cpuNanos: readings.cpuNanos, in: self,
-                isBackInLoop: { waitSites.isBackInLoop($0) })
+                at: now, activity: observation.activity, cpuNanos: observer.readings.cpuNanos, in: self,
+                isBackInLoop: { observer.waitSites.isBackInLoop($0) })
             {
             case .awaitingKernelSample: break
             case .putOff: summary.samplesPutOff += 1
@@ -360,13 +356,7 @@ public final class StallMonitor {
 
     /// What the process has shown itself to be so far (see `ProcessKind`).
     public var kind: ProcessKind {
-        waitSites.kind(countedTurns: turnTracker.evidence != .stackRule && turnTracker.turns > 0, batch: options.batchThreshold != nil)
-    }
-
-    private func noteParked(in syscall: ProcSyscallInfo) {
-        let pid = inspector.pid
-        waitSites.noteParked(in: syscall) { (try? ProcFS.readText("/proc/\(pid)/task/\(pid)/children", pid: pid)) ?? "" }
-        wakeUp.noteParked(in: syscall)
+        observer.waitSites.kind(countedTurns: turnTracker.evidence != .stackRule && turnTracker.turns > 0, batch: options.batchThreshold != nil)
     }
 
     /// An on-demand capture (0xbaaaaaad): where the main thread is right now, busy or not —
@@ -385,116 +375,6 @@ public final class StallMonitor {
         return TimeoutSnapshot(
             pid: inspector.pid, name: inspector.name, reportPath: path, topFunction: StallLedger.culprit(snapshot, report),
             activity: classification.detail.isEmpty ? classification.activity.rawValue : classification.detail)
-    }
-
-    // MARK: Probing
-
-    private func observe(at now: Double, turned: Bool) -> ThreadObservation {
-        let syscall = probe.syscall()
-        readings.syscallNumber = syscall?.syscallNumber
-        let waitVerdict = syscall.flatMap { waitSiteVerdict($0, turned: turned) }
-        readings.inNestedWait = waitVerdict == .nested
-        // The common case, an idle event loop, is decided by the syscall file alone: stat and
-        // schedstat add nothing (a stopped thread in epoll_wait is "no stall" either way), and
-        // skipping them halves the cost of an idle watch.
-        if waitVerdict == .home, !detector.isInEpisode, !waitSites.waitSiteIsNew {
-            workers.watchMainThread()
-            return ThreadObservation(time: now, activity: .idle, cpuNanos: observedCPUNanos, runQueueNanos: observedRunQueueNanos)
-        }
-        guard let stat = probe.stat() else {
-            // Reaped already: the wrapper (the command's parent, or the subreaper of orphans)
-            // noted how it ended.
-            if let reaped = ReapedExitLedger.shared.peek(pid: inspector.pid) {
-                flow.update { if reaped.signal == 0 { $0.noteExit() } else { $0.noteKilled() } }
-            }
-            return ThreadObservation(time: now, activity: .gone)
-        }
-        // A zombie says how it ended until its parent reaps it: by its own exit, a stall keeps
-        // its reason (issue 25: a test whose last act was a sleep did not die).
-        if stat.state == "Z" || stat.state == "X", let code = stat.exitCode {
-            flow.update { if code & 0x7f == 0 { $0.noteExit() } else { $0.noteKilled() } }
-        }
-        identity.noteStat(name: stat.name, startStack: stat.startStack, at: now, in: self)
-        let sched = probe.schedstat()
-        var activity = classify(state: stat.state, syscall: syscall)
-        var parkedIn: ProcSyscallInfo?
-        // Fed at every probe, so its first look is the agent's; learns only while no loop is known.
-        let parkedNow =
-            detector.phase != .batch
-            && waitSites.parked(in: syscall, activity: activity, ran: readings.ran(sched))
-        if activity == .idle, waitVerdict == .nested {
-            activity = waitSites.lastSiteWaitsForLock ? .lockWait : .blockedCall
-        } else if activity == .blockedCall, let number = syscall?.syscallNumber,
-            ParkingClassifier.parkingSyscalls.contains(number)
-                || (options.childWaitsAreParking && ParkingClassifier.childWaitSyscalls.contains(number)),
-            !waitSites.knowsLoop
-        {
-            activity = .idle
-            parkedIn = syscall
-        } else if parkedNow {
-            activity = .idle
-            parkedIn = syscall
-        } else if let hinted = sampler.hints.correction(of: activity, in: syscall) {
-            activity = hinted
-        }
-        if activity == .idle, !options.busyFramePatterns.isEmpty, let syscall,
-            waitSites.isBusyByFrame(syscall: syscall, in: self)
-        {
-            activity = .blockedCall
-        }
-        if activity == .blockedCall, detector.phase == .batch, let number = syscall?.syscallNumber,
-            ParkingClassifier.childWaitSyscalls.contains(number)
-        {
-            // A batch parent waiting for its child (a shell running a test binary, make's
-            // recursion) is not stalled: the child is watched itself. The clock pauses as if
-            // stopped, and nothing is sampled.
-            activity = .stopped
-        }
-        if activity == .idle, let parkedIn {
-            // Parked in the very same call at two probes in a row: settled (see `armWakeUp`).
-            noteParked(in: parkedIn)
-        }
-        // Not before the runner's frames are learnt from the main thread's own first sample:
-        // a test's frames taken for the runner's are never a stall.
-        if let seen = workers.follow(
-            at: now, batch: detector.phase == .batch, knowsRunnerFrames: detector.knowsRunnerFrames, syscall: syscall,
-            activity: activity)
-        {
-            let inspector = self.inspector
-            activity = activities.classifier.classify(state: seen.stat.state, syscall: seen.syscall, fileKind: { inspector.fileKind($0) }).activity
-        }
-        resetEpisodeStatisticsIfNeeded()
-        readings.took(sched)
-        return ThreadObservation(
-            time: now, activity: activity, cpuNanos: observedCPUNanos, runQueueNanos: observedRunQueueNanos)
-    }
-
-    /// The main thread's CPU and run-queue time, plus the followed workers' (see
-    /// `WorkerThreadFollower`): one count that only grows.
-    private var observedCPUNanos: UInt64 { readings.cpuNanos &+ workers.cpuNanos }
-    private var observedRunQueueNanos: UInt64 { readings.runQueueNanos &+ workers.runQueueNanos }
-
-    /// The thread's activity (see `ActivityClassifier`).
-    private func classify(state: Character, syscall: ProcSyscallInfo?) -> ThreadActivity {
-        let inspector = self.inspector
-        return activities.classify(
-            state: state, syscall: syscall, fileKind: { fd in inspector.fileKind(fd) },
-            idleByFrame: { waitSites.isIdleByFrame(syscall: $0, in: self) })
-    }
-
-    private func resetEpisodeStatisticsIfNeeded() {
-        // Read into plain locals first: comparing the detector's optional directly trips a
-        // Swift 6.3 release-mode optimizer crash (CopyPropagation ownership verification).
-        let startTime: Double? = detector.isInEpisode ? detector.episodeStartTime : nil
-        flow.statistics.resetIfNewEpisode(startedAt: startTime)
-    }
-
-    /// Home or nested, for a thread in one of the idle-set waits (nil for anything else).
-    private func waitSiteVerdict(_ syscall: ProcSyscallInfo, turned: Bool) -> HomeWaitTracker.Verdict? {
-        let look = waitSites.look(at: syscall, turned: turned, evidence: loopTurnEvidence, in: self)
-        if look.unchanged { wakeUp.noteUnchangedWait(syscall) }
-        if look.learnedLoopFrames { flow.update { $0.setLoopFrames(waitSites.loopFrames) } }
-        return look.verdict
     }
 
     /// Arms a wake-up for the moment the thread leaves its wait and returns the descriptor to
@@ -579,9 +459,8 @@ extension StallMonitor: StallReportFlow.Watch {
     func forgetOldProgram() {
         workers.forget()
         sampleSymbolizer.reset()
-        waitSites.reset()
+        observer.forgetOldProgram()
         flow.update { $0.setLoopFrames([]) }
-        activities.forget()
         sampler.hints.io.clear()
     }
 }

@@ -3,15 +3,18 @@ import StallCapture
 import StallDetection
 import StallProc
 
-/// The watched process as the sampler reads it: its `ProcessInspector` and the main thread's
-/// probe files.
-final class InspectedTarget: StackSampler.Target {
+/// The watched process as the observer, the wait-site classifier and the sampler read it: its
+/// `ProcessInspector` and the main thread's probe files.
+final class InspectedTarget: MainThreadObserver.Target, StackSampler.Target {
     let inspector: ProcessInspector
     let probe: ThreadProbeFiles
+    /// Names frames as detection keeps them.
+    private let symbolizer: SampleSymbolizer
 
-    init(inspector: ProcessInspector, probe: ThreadProbeFiles) {
+    init(inspector: ProcessInspector, probe: ThreadProbeFiles, symbolizer: SampleSymbolizer) {
         self.inspector = inspector
         self.probe = probe
+        self.symbolizer = symbolizer
     }
 
     var pid: Int32 { inspector.pid }
@@ -44,5 +47,49 @@ final class InspectedTarget: StackSampler.Target {
 
     func tracerName(_ tracer: Int32) -> String {
         (try? ProcFS.readText("/proc/\(tracer)/comm", pid: tracer))?.trimmingCharacters(in: .whitespacesAndNewlines) ?? "?"
+    }
+
+    func syscall() -> ProcSyscallInfo? {
+        probe.syscall()
+    }
+
+    func stat() -> ProcThreadStat? {
+        probe.stat()
+    }
+
+    func schedstat() -> ProcSchedstat? {
+        probe.schedstat()
+    }
+
+    func reapedSignal() -> Int32? {
+        ReapedExitLedger.shared.peek(pid: inspector.pid)?.signal
+    }
+
+    func children() -> String {
+        let pid = inspector.pid
+        return (try? ProcFS.readText("/proc/\(pid)/task/\(pid)/children", pid: pid)) ?? ""
+    }
+
+    // WaitSiteClassifier.Target
+
+    func stopFreeStack(_ syscall: ProcSyscallInfo) -> UnwoundStack? {
+        inspector.stopFreeStack(tid: inspector.pid, syscall: syscall, probe: probe)
+    }
+
+    func moduleStart(containing address: UInt64) -> UInt64? {
+        inspector.modules.module(containing: address)?.start
+    }
+
+    func functionName(at address: UInt64) -> String? {
+        guard let module = inspector.modules.module(containing: address) else { return nil }
+        return inspector.symbolizer.symbols(for: module)?.functionName(module.moduleOffset(of: address))
+    }
+
+    func namedFrames(_ stack: UnwoundStack) -> [SampledFrame] {
+        inspector.symbolizer.symbolize(stack, sourceLines: false).map(symbolizer.sampled)
+    }
+
+    func frameFunctions(_ stack: UnwoundStack) -> [String?] {
+        inspector.symbolizer.symbolize(stack, sourceLines: false).map(\.function)
     }
 }

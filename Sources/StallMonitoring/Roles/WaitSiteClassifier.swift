@@ -236,26 +236,3 @@ struct WaitSiteClassifier {
         parking.reset()
     }
 }
-
-extension StallMonitor: WaitSiteClassifier.Target {
-    func stopFreeStack(_ syscall: ProcSyscallInfo) -> UnwoundStack? {
-        inspector.stopFreeStack(tid: inspector.pid, syscall: syscall, probe: probe)
-    }
-
-    func moduleStart(containing address: UInt64) -> UInt64? {
-        inspector.modules.module(containing: address)?.start
-    }
-
-    func functionName(at address: UInt64) -> String? {
-        guard let module = inspector.modules.module(containing: address) else { return nil }
-        return inspector.symbolizer.symbols(for: module)?.functionName(module.moduleOffset(of: address))
-    }
-
-    func namedFrames(_ stack: UnwoundStack) -> [SampledFrame] {
-        inspector.symbolizer.symbolize(stack, sourceLines: false).map(sampleSymbolizer.sampled)
-    }
-
-    func frameFunctions(_ stack: UnwoundStack) -> [String?] {
-        inspector.symbolizer.symbolize(stack, sourceLines: false).map(\.function)
-    }
-}
