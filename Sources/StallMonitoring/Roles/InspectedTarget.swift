@@ -2,10 +2,11 @@ import Foundation
 import StallCapture
 import StallDetection
 import StallProc
+import StallReports
 
 /// The watched process as the observer, the wait-site classifier and the sampler read it: its
 /// `ProcessInspector` and the main thread's probe files.
-final class InspectedTarget: MainThreadObserver.Target, StackSampler.Target {
+final class InspectedTarget: MainThreadObserver.Target, StackSampler.Target, ThreadWatch.Target {
     let inspector: ProcessInspector
     let probe: ThreadProbeFiles
     /// Names frames as detection keeps them.
@@ -91,5 +92,39 @@ final class InspectedTarget: MainThreadObserver.Target, StackSampler.Target {
 
     func frameFunctions(_ stack: UnwoundStack) -> [String?] {
         inspector.symbolizer.symbolize(stack, sourceLines: false).map(\.function)
+    }
+
+    // ThreadWatch.Target
+
+    func setPerfSampling(busy: Bool) {
+        inspector.setPerfSampling(tid: inspector.pid, busy: busy)
+    }
+
+    func liveThreadCount() -> Int {
+        ProcessInspector.liveThreads(of: inspector.pid).count
+    }
+
+    func binaryImages() -> [ReportBinaryImage] {
+        inspector.modules.modules.map {
+            ReportBinaryImage(
+                start: $0.start, end: $0.end, name: $0.name, path: $0.path, buildId: $0.image?.buildID,
+                unavailable: $0.unavailable?.rawValue)
+        }
+    }
+
+    func resolveFrame(_ frame: SampledFrame, index: Int) -> SymbolizedFrame {
+        symbolizer.resolve(frame, index: index, in: inspector)
+    }
+
+    func lockOwner() -> ReportLockOwner? {
+        LockOwnerLookup.owner(from: inspector.pid, in: inspector)
+    }
+
+    func statIdentity() -> (name: String, startStack: UInt64?)? {
+        probe.stat().map { ($0.name, $0.startStack) }
+    }
+
+    func releaseProbeFiles() {
+        probe.release()
     }
 }
