@@ -1,0 +1,182 @@
+import StallCapture
+import StallDetection
+import StallProc
+import StallReports
+import Testing
+
+@testable import StallMonitoring
+
+/// Whole stalls driven through the watch the agent runs (`ThreadWatch`, wired by the same
+/// `ThreadWatch.Roles` as for a real process) on a scripted thread and process, with a manual
+/// clock and a fake report sink: attach, loop turns, a slow turn, a nested wait, an exec, an
+/// exit mid-stall. No process is started and no real clock is read.
+@Suite struct ThreadWatchScenarioTests {
+    typealias Sites = WaitSiteClassifierTests
+    struct NoWaker: Error {}
+
+    /// What the watch printed and appended, and the clock it reads.
+    final class Output {
+        var now = 0.0
+        var lines: [String] = []
+        var health: [LoopHealthSample] = []
+    }
+
+    final class Harness {
+        let process: ScriptedProcess
+        let thread: ScriptedThread
+        let sink = StallReportFlowTests.FakeSink()
+        let output = Output()
+        let watch: ThreadWatch
+        /// Steps taken until the watch said the thread was gone (nil: not gone).
+        private(set) var goneAt: Double?
+        private var tick = 0
+
+        init(comm: String = "app") throws {
+            process = ScriptedProcess(comm: comm, exe: "/usr/bin/\(comm)", commandLine: [comm, "--serve"])
+            thread = ScriptedThread(process: process)
+            var options = MonitorOptions()
+            options.threshold = 1
+            options.loopTurns = .stackRule
+            options.quiet = false
+            options.minimumReportInterval = 0
+            let output = output
+            let log: (String) -> Void = { output.lines.append($0) }
+            let resources = ThreadWatch.Roles.Resources(
+                process: process, thread: thread, symbolizer: SampleSymbolizer(appFrames: AppFrameRule()),
+                classifier: ThreadStateClassifier(extraIdleSyscalls: []), sink: sink,
+                turnTracker: try LoopTurnTracker(tid: process.pid, mode: .stackRule, hasLoopProbe: false, log: log),
+                wakeUp: WakeUpArming(openWaker: { throw NoWaker() }),
+                workers: WorkerDelegation(follower: WorkerThreadFollower(target: WorkerThreadFollowerTests.FakeTarget())),
+                age: 3600, mainModule: { "app" }, clock: { output.now },
+                stamp: HostStamp(wallClock: { 1000 }, monotonic: { 0 }, hostname: { Array("box".utf8) + [0] }))
+            let roles = ThreadWatch.Roles(
+                options: options, fingerprints: StallFingerprintBook(), joinedAfterStart: false, resources: resources, log: log)
+            watch = ThreadWatch(
+                target: thread, roles: roles, options: options,
+                summary: MonitorSummary(pid: process.pid, name: comm, watchedSeconds: 0, reportDirectory: "/reports"),
+                appendLoopHealth: { output.health.append($0) }, log: log)
+            watch.begin(at: 0)
+        }
+
+        /// The thread does `doing` for `seconds`, stepped every 10 ms as the engine steps an
+        /// awake watch (times counted in ticks, so they are the decimals they print as).
+        func run(_ doing: ScriptedThread.Doing, for seconds: Double) {
+            thread.start(doing)
+            for _ in 0..<Int((seconds * 100).rounded()) {
+                tick += 1
+                let now = Double(tick) / 100
+                output.now = now
+                process.advance(to: now)
+                thread.tick()
+                if goneAt == nil, !watch.step(at: now) { goneAt = now }
+            }
+        }
+
+        /// The loop's home: `epoll_wait` called from `function` at a fixed stack address.
+        func home(_ function: String = "main_loop") -> ScriptedThread.Doing {
+            .waiting(thread.waits.wait(sp: 0x7ffd_1000, callers: [(function, Sites.app + 0x1234, 0x7ffd_1100), ("main", Sites.app + 0x2000, 0x7ffd_1200)]))
+        }
+
+        /// A wait deeper in the stack than home, from `function` (PostgreSQL's `pg_sleep`).
+        func nestedWait(in function: String) -> ScriptedThread.Doing {
+            .waiting(
+                thread.waits.wait(
+                    sp: 0x7ffb_0000,
+                    callers: [(function, Sites.app + 0x4444, 0x7ffb_0100), ("main_loop", Sites.app + 0x1234, 0x7ffd_1100)]))
+        }
+    }
+
+    /// A loop idle at home, one handler busy 1.5 s, home again: one 0x8badf00d stall, its
+    /// report written when detected (ongoing) and at its end, named by the handler, 1.5 s long;
+    /// the user reads one line when it is detected and one when it ends.
+    @Test func aSlowTurnOfALoopIsOneStallFromStartToEnd() throws {
+        let harness = try Harness()
+        harness.run(harness.home(), for: 0.5)
+        #expect(harness.sink.reports.isEmpty)
+        harness.run(.running(["compute", "handle_request", "main_loop", "main"]), for: 1.5)
+        harness.run(harness.home(), for: 0.5)
+
+        let reports = harness.sink.reports
+        let first = try #require(reports.first)
+        let last = try #require(reports.last)
+        #expect(first.ongoing && !last.ongoing)
+        #expect(reports.allSatisfy { $0.id == 1 && $0.process.name == "app" && $0.hostname == "box" })
+        #expect(last.reason == .hang)
+        #expect(abs(last.durationSeconds - 1.5) <= 0.011, "\(last.durationSeconds)")
+        #expect(last.culpritName == "compute")
+        #expect(harness.sink.finished == [1])
+        let summary = harness.watch.summary
+        #expect(summary.stalls.map(\.id) == [1])
+        #expect(summary.stalls.first?.topFunction == "compute")
+        #expect(summary.samples > 0)
+        #expect(harness.thread.stops > 0 && harness.thread.stopFreeSamples > 0, "stop-free first, stops past half the threshold")
+        #expect(harness.thread.perfSampling == [false, true, false], "kernel samples only through the episode")
+        let said = harness.output.lines.filter { $0.contains("stall #1") }
+        #expect(said.count == 2, "\(harness.output.lines)")
+        #expect(said.first?.contains("stall #1 in app[4242] detected") == true)
+        #expect(harness.goneAt == nil)
+    }
+
+    /// Short turns under the threshold, many of them: busy episodes, no stall, no report, and
+    /// the turns' lengths kept for loop health.
+    @Test func shortTurnsAreNoStall() throws {
+        let harness = try Harness()
+        for _ in 0..<20 {
+            harness.run(harness.home(), for: 0.05)
+            harness.run(.running(["handle_request", "main_loop", "main"]), for: 0.2)
+        }
+        harness.run(harness.home(), for: 0.05)
+        #expect(harness.sink.reports.isEmpty)
+        #expect(harness.watch.summary.stalls.isEmpty)
+        #expect(harness.watch.loopHealth.turnLengths.counts.reduce(0, +) == 20)
+        #expect(abs(harness.watch.loopHealth.turnLengths.longest - 0.2) <= 0.011)
+        #expect(harness.thread.stops == 0, "never stopped under half the threshold")
+    }
+
+    /// PostgreSQL's `pg_sleep`: a wait deeper than the loop's home is work. Two seconds in it
+    /// are one blocked stall (0xbaadca11) named by the function that waits, and the thread is
+    /// never stopped while it sleeps.
+    @Test func aNestedWaitIsABlockedStall() throws {
+        let harness = try Harness(comm: "postgres")
+        harness.run(harness.home("ServerLoop"), for: 0.5)
+        harness.run(harness.nestedWait(in: "pg_sleep"), for: 2)
+        harness.run(harness.home("ServerLoop"), for: 0.3)
+        let last = try #require(harness.sink.reports.last)
+        #expect(!last.ongoing)
+        #expect(last.reason == .blocked)
+        #expect(abs(last.durationSeconds - 2) <= 0.011, "\(last.durationSeconds)")
+        #expect(last.culpritName == "pg_sleep")
+        #expect(harness.watch.summary.stalls.count == 1)
+    }
+
+    /// A process that exec's another program mid-watch: the next look at its identity sees
+    /// the new stack base, says so once, and the stall after it is the new program's.
+    @Test func anExecMidWatchNamesTheNextStallsProgram() throws {
+        let harness = try Harness(comm: "launcher")
+        harness.process.at(0.305) { $0.exec("/usr/bin/worker", commandLine: ["worker", "--serve"]) }
+        harness.run(harness.home(), for: 1.5)
+        #expect(harness.output.lines.contains { $0.contains("launcher [4242] exec'd /usr/bin/worker") }, "\(harness.output.lines)")
+        harness.run(.running(["crunch", "main_loop", "main"]), for: 1.2)
+        harness.run(harness.home(), for: 0.3)
+        let last = try #require(harness.sink.reports.last)
+        #expect(last.process.name == "worker")
+        #expect(last.culpritName == "crunch")
+        #expect(harness.watch.summary.name == "worker")
+    }
+
+    /// The process exits in the middle of a stall: the stall ends with it, its last report
+    /// says so, and the watch is over.
+    @Test func anExitMidStallEndsTheStallAndTheWatch() throws {
+        let harness = try Harness()
+        harness.run(harness.home(), for: 0.3)
+        harness.run(.running(["compute", "main_loop", "main"]), for: 1.4)
+        harness.run(.gone, for: 0.1)
+        #expect(harness.goneAt == 1.71)
+        #expect(harness.watch.finished)
+        #expect(harness.watch.summary.targetExited)
+        let last = try #require(harness.sink.reports.last)
+        #expect(!last.ongoing)
+        #expect(harness.watch.summary.stalls.count == 1)
+        #expect(!harness.watch.step(at: 2), "a finished watch is not stepped")
+    }
+}
