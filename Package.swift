@@ -53,30 +53,34 @@ let package = Package(
         .target(
             name: "StallProc",
             dependencies: ["StallDetection", "CPosix"]),
-        // Stopping a thread, copying its registers and stack, unwinding and symbolizing: the
+        // Naming addresses: ELF images and their symbol tables, DWARF lines and inlined frames,
+        // separate debug files, debuginfod, MiniDebugInfo, demangling, perf maps. Reads files and
+        // (for the vDSO) memory; never stops a thread.
+        .target(
+            name: "StallSymbols",
+            dependencies: ["StallProc", "CPosix", "CLibelf", "CLibdw", "CLzma", "CDemangle", "CDebuginfod"]),
+        // Stopping a thread, copying its registers and stack, unwinding, script frames: the
         // only importer of CPtrace, so the compiler keeps every stop in this target.
         .target(
             name: "StallCapture",
-            dependencies: [
-                "StallProc", "CPtrace", "CPosix", "CLibunwind", "CLibelf", "CLibdw", "CLzma", "CDemangle", "CDebuginfod",
-            ]),
+            dependencies: ["StallProc", "StallSymbols", "CPtrace", "CPosix", "CLibunwind"]),
         // Reports on disk (text, JSON, folded stacks), their names, retention and re-symbolization.
         .target(
             name: "StallReports",
-            dependencies: ["StallDetection", "StallCapture"]),
+            dependencies: ["StallDetection", "StallCapture", "StallSymbols"]),
         // Pictures of report directories (HTML, SVG flame graphs, speedscope, pprof): reads
         // report files and writes one file; never touches a process.
         .target(
             name: "StallViews",
             dependencies: [
-                "StallDetection", "StallCapture", "StallReports", "CZlib",
+                "StallDetection", "StallSymbols", "StallReports", "CZlib",
                 .product(name: "SwiftProtobuf", package: "swift-protobuf"),
             ]),
         // The watch loop: probes, the detector, captures on its schedule, reports; settings.
         .target(
             name: "StallMonitoring",
             dependencies: [
-                "StallDetection", "StallProc", "StallCapture", "StallReports", "CPosix",
+                "StallDetection", "StallProc", "StallCapture", "StallSymbols", "StallReports", "CPosix",
             ]),
         // `stallagent -- COMMAND`: the command's life, exit status and CI outputs.
         .target(
@@ -86,14 +90,15 @@ let package = Package(
         .target(
             name: "StallHost",
             dependencies: [
-                "StallDetection", "StallProc", "StallCapture", "StallReports", "StallMonitoring", "CPosix",
+                "StallDetection", "StallProc", "StallSymbols", "StallReports", "StallMonitoring", "CPosix",
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "Yams", package: "Yams"),
             ]),
         .executableTarget(
             name: "stallagent",
             dependencies: [
-                "StallDetection", "StallProc", "StallCapture", "StallReports", "StallMonitoring", "StallWrapper", "StallHost",
+                "StallDetection", "StallProc", "StallCapture", "StallSymbols", "StallReports", "StallMonitoring", "StallWrapper",
+                "StallHost",
                 "StallViews",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]),
@@ -101,7 +106,8 @@ let package = Package(
         .executableTarget(
             name: "stallagent-bench",
             dependencies: [
-                "StallDetection", "StallProc", "StallCapture", "StallReports", "StallMonitoring", "StallWrapper", "StallHost",
+                "StallDetection", "StallProc", "StallCapture", "StallSymbols", "StallReports", "StallMonitoring", "StallWrapper",
+                "StallHost",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]),
         // Small C programs whose main thread stalls in known ways; tests and the demo use them.
@@ -115,7 +121,8 @@ let package = Package(
         .testTarget(
             name: "StallAgentKitUnitTests",
             dependencies: [
-                "StallDetection", "StallProc", "StallCapture", "StallReports", "StallMonitoring", "StallWrapper", "StallHost",
+                "StallDetection", "StallProc", "StallCapture", "StallSymbols", "StallReports", "StallMonitoring", "StallWrapper",
+                "StallHost",
                 "StallViews",
             ]),
         // Against real processes under real ptrace (fixtures, the agent binary, real programs).
@@ -123,7 +130,8 @@ let package = Package(
         .testTarget(
             name: "StallAgentKitTests",
             dependencies: [
-                "StallDetection", "StallProc", "StallCapture", "StallReports", "StallMonitoring", "StallWrapper", "StallHost", "StallViews",
+                "StallDetection", "StallProc", "StallCapture", "StallSymbols", "StallReports", "StallMonitoring", "StallWrapper",
+                "StallHost", "StallViews",
                 "CPosix", "CTestSupport", "stall-fixtures",
             ],
             // Sources of programs the tests compile themselves (C, C++, Swift, Rust).

@@ -5,6 +5,7 @@
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <sys/uio.h>
 
 #include <errno.h>
 #include <spawn.h>
@@ -159,4 +160,10 @@ int sa_pidfd_open(pid_t pid) {
 
 int sa_pidfd_send_signal(int pidfd, int sig) {
   return (int)syscall(SYS_pidfd_send_signal, pidfd, sig, NULL, 0);
+}
+
+ssize_t sa_read_memory(pid_t pid, uint64_t address, void *buffer, size_t length) {
+  struct iovec local = {.iov_base = buffer, .iov_len = length};
+  struct iovec remote = {.iov_base = (void *)(uintptr_t)address, .iov_len = length};
+  return process_vm_readv(pid, &local, 1, &remote, 1, 0);
 }

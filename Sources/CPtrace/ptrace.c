@@ -32,8 +32,3 @@ int sa_wexitstatus(int status) { return WEXITSTATUS(status); }
 int sa_wtermsig(int status) { return WTERMSIG(status); }
 int sa_wptrace_event(int status) { return (status >> 16) & 0xff; }
 
-ssize_t sa_read_memory(pid_t pid, uint64_t address, void *buffer, size_t length) {
-  struct iovec local = {.iov_base = buffer, .iov_len = length};
-  struct iovec remote = {.iov_base = (void *)(uintptr_t)address, .iov_len = length};
-  return process_vm_readv(pid, &local, 1, &remote, 1, 0);
-}

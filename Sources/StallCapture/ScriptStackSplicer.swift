@@ -1,3 +1,4 @@
+import StallSymbols
 /// Merges an interpreter's script frames into a symbolized native stack, as `py-spy dump
 /// --native` does: each activation of the interpreter's evaluator function gets, just above
 /// it, the script functions it runs (CPython's `_PyEval_EvalFrameDefault`, PHP's `execute_ex`).

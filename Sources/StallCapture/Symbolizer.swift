@@ -1,3 +1,4 @@
+import StallSymbols
 /// Names the frames of an unwound stack using the process's modules. Runs with the target
 /// running; results are cached per address because a stalled thread is sampled at the same
 /// addresses again and again.

@@ -1,3 +1,5 @@
+import StallProc
+
 /// Bounded reads of a target's memory for the script readers (Python, JavaScript, PHP, Ruby):
 /// every read has a fixed size and a failed or short read is nil, never a partial value.
 struct TargetReader {

@@ -1,4 +1,6 @@
+import StallProc
 import StallCapture
+import StallSymbols
 
 /// Reads what libstallprobe.so (probe/stallprobe.h) publishes in a target that was started
 /// with it preloaded: the main thread's loop iterations and the exact times it began and

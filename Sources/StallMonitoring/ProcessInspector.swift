@@ -1,8 +1,9 @@
 import Foundation
 import StallDetection
 import StallProc
-import StallCapture
 import StallReports
+import StallCapture
+import StallSymbols
 
 /// Looks at one process: validates it can be traced, then captures, unwinds and symbolizes
 /// its threads. Used by `dump` and, per sample, by the monitor. Must stay on one OS thread

@@ -2,9 +2,10 @@ import Foundation
 
 import StallDetection
 import StallProc
-import StallCapture
 import StallReports
 import CPosix
+import StallCapture
+import StallSymbols
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -1,9 +1,10 @@
 import Foundation
 
-import StallCapture
 import StallDetection
 import StallProc
 import StallReports
+import StallCapture
+import StallSymbols
 
 /// One watched main thread, stepped: the probe made into an observation, fed to the detector
 /// with the corrections the kernel's clocks allow, a stack sampled when the detector asks, the

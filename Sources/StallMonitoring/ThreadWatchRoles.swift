@@ -1,6 +1,6 @@
 import Foundation
-
 import StallCapture
+
 import StallDetection
 import StallProc
 import StallReports

@@ -1,6 +1,7 @@
 import Foundation
-import StallCapture
 import StallDetection
+import StallCapture
+import StallSymbols
 
 /// Which frames are the application's own (Sentry's `in_app`): the culprit, the stall frame and
 /// the fingerprint take the innermost of them, so the first line of a report names code its

@@ -1,6 +1,6 @@
 import Dispatch
 import Synchronization
-import StallCapture
+import StallSymbols
 
 /// A final report written while its modules' debug files were still downloading is
 /// symbolicated again, in place, once they arrive. Only final reports: an ongoing stall's

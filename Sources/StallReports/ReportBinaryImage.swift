@@ -1,4 +1,4 @@
-import StallCapture
+import StallSymbols
 
 /// A loaded module, as the "Binary Images" section lists it: enough to symbolicate a frame's
 /// module offset later against the right file.

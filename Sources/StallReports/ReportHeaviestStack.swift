@@ -1,4 +1,4 @@
-import StallCapture
+import StallSymbols
 
 /// The heaviest stack with full frames: "Heaviest Stack (28 of 30 samples)".
 public struct ReportHeaviestStack: Codable, Sendable, Equatable {

@@ -1,4 +1,4 @@
-import StallCapture
+import StallSymbols
 
 /// The thread holding the lock the main thread waits on, found by the agent (glibc keeps the
 /// owner's tid in the mutex), with its stack so the report shows what the holder is doing.

@@ -1,7 +1,7 @@
 import Foundation
 import StallDetection
 import StallProc
-import StallCapture
+import StallSymbols
 
 /// `stallagent symbolicate`: re-reads a report's JSON, fills in every frame from debug files
 /// found by build-id, and rewrites the JSON and its sibling text report atomically. The

@@ -1,8 +1,8 @@
 import Synchronization
 import Foundation
 
-import StallCapture
 import StallProc
+import StallSymbols
 #if canImport(Glibc)
 import Glibc
 #endif

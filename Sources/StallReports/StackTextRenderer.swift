@@ -1,4 +1,5 @@
 import StallCapture
+import StallSymbols
 
 /// Renders frames the way crash and watchdog reports do:
 /// `0   redis-server   0x000055fbfdf2c634 debugCommand + 4420 (debug.c:880)`.

@@ -1,6 +1,7 @@
 import Foundation
 import StallDetection
 import StallCapture
+import StallSymbols
 
 /// One stall report (docs/report-schema.md): the content both the text and the JSON renderings carry.
 /// Built from a detector snapshot plus what the agent knows (`StallReportContext`); the JSON

@@ -1,5 +1,5 @@
 import StallDetection
-import StallCapture
+import StallSymbols
 
 /// What the agent knows beyond detection that a report needs: who the target is, how to turn
 /// sampled frames into full frames, the lock owner, and what watching cost.

@@ -1,5 +1,6 @@
 import StallDetection
 import StallCapture
+import StallSymbols
 
 /// One thread as `stallagent dump` shows it.
 public struct ThreadDump: Codable, Sendable {

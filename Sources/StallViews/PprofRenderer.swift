@@ -1,5 +1,4 @@
 import Foundation
-import StallCapture
 import StallReports
 import SwiftProtobuf
 

@@ -1,6 +1,6 @@
-import StallCapture
 import StallDetection
 import StallReports
+import StallSymbols
 
 /// A frame as the call tree and the folded stacks name it: function and module.
 public struct StackFrameKey: Hashable, Sendable, Comparable {

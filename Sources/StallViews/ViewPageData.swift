@@ -1,7 +1,7 @@
 import Foundation
-import StallCapture
 import StallDetection
 import StallReports
+import StallSymbols
 
 /// What the HTML page draws, as one JSON blob. Names of functions, modules and files go
 /// through one string table (`strings`) so 10 000 stalls of the same program stay a few MB;

@@ -1,8 +1,8 @@
 import CPosix
+import StallCapture
 import Foundation
 
 import StallProc
-import StallCapture
 import StallReports
 import StallMonitoring
 #if canImport(Glibc)

@@ -2,6 +2,7 @@ import Foundation
 import StallCapture
 import StallMonitoring
 
+import StallSymbols
 #if canImport(Glibc)
 import Glibc
 #endif

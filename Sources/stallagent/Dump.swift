@@ -1,8 +1,9 @@
 import ArgumentParser
 import Foundation
-import StallCapture
 import StallReports
 import StallMonitoring
+import StallCapture
+import StallSymbols
 
 struct Dump: ParsableCommand {
     static let configuration = CommandConfiguration(

@@ -1,9 +1,10 @@
 import ArgumentParser
-import StallCapture
 import StallHost
 import StallProc
 import StallWrapper
 
+import StallCapture
+import StallSymbols
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -1,9 +1,10 @@
 import ArgumentParser
 import Foundation
 import StallProc
-import StallCapture
 import StallReports
 import StallViews
+import StallCapture
+import StallSymbols
 
 struct Symbolicate: ParsableCommand {
     static let configuration = CommandConfiguration(

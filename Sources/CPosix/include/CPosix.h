@@ -24,6 +24,10 @@
 /// Returns 0 and sets *pid, or an errno (ENOENT: not found; EACCES/ENOEXEC: not executable).
 int sa_spawn(const char *path, char *const argv[], char *const envp[], int new_group, pid_t *pid);
 
+/// process_vm_readv of one contiguous range; returns bytes read or -1. No stop: the same
+/// permission check as ptrace, but the target runs on.
+ssize_t sa_read_memory(pid_t pid, uint64_t address, void *buffer, size_t length);
+
 /// sa_spawn with the child's stdin, stdout and stderr taken from `stdio[0..2]` (dup2'd in
 /// the child; -1 leaves that one inherited), started in `directory` (NULL: this process's).
 int sa_spawn_stdio(const char *path, char *const argv[], char *const envp[], int new_group,

@@ -34,7 +34,4 @@ int sa_wtermsig(int status);
 /// The PTRACE_EVENT_* in a stop status (status >> 16), 0 for a plain stop.
 int sa_wptrace_event(int status);
 
-/// process_vm_readv of one contiguous range; returns bytes read or -1.
-ssize_t sa_read_memory(pid_t pid, uint64_t address, void *buffer, size_t length);
-
 #endif

@@ -1,3 +1,4 @@
+import StallSymbols
 extension SymbolizedFrame {
     /// A V8 frame as its JavaScript function: its address is the function's (its
     /// SharedFunctionInfo's), as a Python frame's is its bytecode's, since every interpreted

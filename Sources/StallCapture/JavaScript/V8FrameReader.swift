@@ -1,4 +1,5 @@
 import Foundation
+import StallSymbols
 
 /// A JavaScript function found in a V8 frame: what the report shows instead of an unnamed
 /// JIT address or the interpreter's trampoline.

@@ -1,4 +1,5 @@
 import Foundation
+import StallSymbols
 
 /// Where V8 keeps what naming a JavaScript frame needs, read from the `v8dbg_*` postmortem
 /// symbols that Node binaries export (llnode and the OpenTelemetry eBPF profiler read frames

@@ -1,3 +1,4 @@
+import StallSymbols
 /// Reads a PHP process's calls from outside, as phpspy does (docs/architecture.md, "PHP
 /// frames"): `executor_globals` is exported by the php binary (extensions link against it);
 /// its `current_execute_data` is the innermost call, each `zend_execute_data` links to its

@@ -1,3 +1,4 @@
+import StallSymbols
 /// One PHP function call read from a PHP process (`PHPFrameReader`).
 public struct PHPFrame: Sendable, Equatable {
     /// "slow_handler", "Cart::total", "{main}" for a script's top level.

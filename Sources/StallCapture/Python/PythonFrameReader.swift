@@ -1,4 +1,5 @@
 import Foundation
+import StallSymbols
 
 /// Reads a CPython 3.11+ process's interpreter frames from outside, the way py-spy does: find
 /// `_PyRuntime` in the symbol table of the python binary or libpython, the thread state of a

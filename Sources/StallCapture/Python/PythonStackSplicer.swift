@@ -1,3 +1,4 @@
+import StallSymbols
 /// Python frames in a symbolized native stack (`ScriptStackSplicer`): each
 /// `_PyEval_EvalFrameDefault` activation gets, just above it, the Python functions it runs.
 public enum PythonStackSplicer {

@@ -1,3 +1,4 @@
+import StallSymbols
 /// Reads a Ruby process's calls from outside, as rbspy does (docs/architecture.md, "Ruby
 /// frames"): `ruby_current_vm_ptr` is exported by libruby (or a static ruby); the VM's main
 /// thread's execution context holds its control frames, one per Ruby call, from the innermost

@@ -1,3 +1,4 @@
+import StallSymbols
 /// One Ruby call read from a Ruby process (`RubyFrameReader`).
 public struct RubyFrame: Sendable, Equatable {
     /// The frame's label as Ruby's backtraces give it: "checkout", "block in serve", "<main>";

@@ -1,4 +1,5 @@
 import CLibunwind
+import StallSymbols
 
 /// Unwinds captured snapshots with libunwind's remote API and our own accessors: memory reads
 /// are served from the copied stack and from the modules' mapped files, never from the live

@@ -1,4 +1,5 @@
 import CLibunwind
+import StallSymbols
 
 /// State the libunwind C callbacks reach through their `arg` pointer, and the reads the
 /// unwinder's own checks share with them: every read is served from the copied stack or a

@@ -1,8 +1,8 @@
 import Foundation
 
-import StallCapture
 import StallReports
 import StallMonitoring
+import StallSymbols
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -1,8 +1,9 @@
 import Foundation
-import StallCapture
 import StallDetection
 import StallProc
 import StallReports
+import StallCapture
+import StallSymbols
 
 /// The watched process as the observer, the wait-site classifier and the sampler read it: its
 /// `ProcessInspector` and the main thread's probe files.

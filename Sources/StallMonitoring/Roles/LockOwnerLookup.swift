@@ -1,7 +1,8 @@
-import StallCapture
 import StallDetection
 import StallProc
 import StallReports
+import StallCapture
+import StallSymbols
 
 /// While the main thread waits on a lock: the thread holding it, with its stack, and the chain
 /// of waits that leads there (a deadlock when it comes back to a thread already in it).

@@ -1,5 +1,5 @@
-import StallCapture
 import StallProc
+import StallCapture
 import StallReports
 
 /// Who the watched process is, as reports name it (name, path, build-id, command line), and

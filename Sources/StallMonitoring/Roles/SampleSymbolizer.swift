@@ -1,6 +1,7 @@
-import StallCapture
 import StallDetection
 import StallReports
+import StallCapture
+import StallSymbols
 
 /// Names the frames of each sample as detection keeps them, cheaply, and names a report's
 /// frames again in full when it is written. Reading source lines and inlined frames at every

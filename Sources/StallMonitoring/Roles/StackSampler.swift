@@ -1,5 +1,5 @@
-import StallCapture
 import StallDetection
+import StallCapture
 import StallProc
 
 /// Takes the stack the detector asked for and gives it the sample: without a stop in the first

@@ -1,8 +1,9 @@
 import Foundation
-import StallCapture
 import StallDetection
 import StallProc
 import StallReports
+import StallCapture
+import StallSymbols
 
 /// The stall detector and what becomes of its events: each stall's report written when it is
 /// detected, at every update and at its end, the lines said about it, the lock owner looked up

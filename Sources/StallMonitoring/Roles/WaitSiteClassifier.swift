@@ -1,5 +1,5 @@
-import StallCapture
 import StallDetection
+import StallCapture
 import StallProc
 import StallReports
 

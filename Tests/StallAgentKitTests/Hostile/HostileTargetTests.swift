@@ -7,6 +7,7 @@ import Testing
 @testable import StallMonitoring
 @testable import StallHost
 
+@testable import StallSymbols
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -1,6 +1,7 @@
 import Foundation
 
 @testable import StallCapture
+@testable import StallSymbols
 
 /// Compiles a fixture program at test time and makes the variants production ships: the
 /// `-g` build, a stripped copy with its debug file by build-id, one with a debuglink, and one

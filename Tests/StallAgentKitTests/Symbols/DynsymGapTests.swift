@@ -6,6 +6,7 @@ import Testing
 @testable import StallReports
 @testable import StallMonitoring
 
+@testable import StallSymbols
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -4,6 +4,7 @@ import Testing
 @testable import StallCapture
 @testable import StallMonitoring
 
+@testable import StallSymbols
 #if canImport(Glibc)
 import Glibc
 #endif

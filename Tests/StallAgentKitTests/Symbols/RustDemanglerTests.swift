@@ -2,6 +2,7 @@ import Foundation
 import Testing
 
 @testable import StallCapture
+@testable import StallSymbols
 
 @Suite struct RustDemanglerTests {
     /// Pairs from rustc-demangle's and libiberty's test suites and from real rustc 1.95

@@ -1,6 +1,7 @@
 import Foundation
 
 @testable import StallCapture
+@testable import StallSymbols
 
 /// elfutils' `eu-stack`, the reference our stacks are compared with. It stops the target
 /// (ptrace) and has every register, so its frames are the truth for code with CFI or frame

@@ -2,6 +2,7 @@ import Testing
 
 @testable import StallCapture
 @testable import StallHost
+@testable import StallSymbols
 
 /// Issue 30: the folded stack a journal entry carries stays one bounded line.
 @Suite struct StallJournalStackTests {

@@ -3,6 +3,7 @@ import Testing
 
 @testable import StallCapture
 
+@testable import StallSymbols
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -5,6 +5,7 @@ import Testing
 @testable import StallCapture
 @testable import StallReports
 @testable import StallMonitoring
+@testable import StallSymbols
 
 /// Where Python frames go in a native stack, and what culprits, stall frames and fingerprints
 /// make of them (pure: no process).

@@ -2,6 +2,7 @@ import Testing
 
 @testable import StallCapture
 @testable import StallReports
+@testable import StallSymbols
 
 /// Issue 26: which frames are the application's own, and what the culprit names with them.
 @Suite struct AppFrameRuleTests {

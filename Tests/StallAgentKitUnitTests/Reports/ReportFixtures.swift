@@ -3,6 +3,7 @@ import Foundation
 @testable import StallDetection
 @testable import StallCapture
 @testable import StallReports
+@testable import StallSymbols
 
 /// Test support: stalls driven through a real `StallDetector` (via `DetectionScenario`) and a
 /// report context whose resolver fills in everything a symbolizer would, so tests can tell

@@ -3,6 +3,7 @@ import Testing
 
 @testable import StallCapture
 @testable import StallReports
+@testable import StallSymbols
 
 @Suite struct StackTextRendererInlineTests {
     let frame = SymbolizedFrame(

@@ -4,6 +4,7 @@ import Testing
 @testable import StallDetection
 @testable import StallCapture
 @testable import StallReports
+@testable import StallSymbols
 
 @Suite("StallReport model")
 struct StallReportTests {

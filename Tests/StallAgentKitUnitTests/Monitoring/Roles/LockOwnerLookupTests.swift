@@ -5,6 +5,7 @@ import StallReports
 import Testing
 
 @testable import StallMonitoring
+import StallSymbols
 
 /// The owner of the lock the main thread waits on, from a fake process's threads: the next
 /// thread in the chain, its state and stack, and whether the chain is a deadlock.

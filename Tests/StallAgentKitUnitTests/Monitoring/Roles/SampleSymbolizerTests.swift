@@ -5,6 +5,7 @@ import Testing
 import StallDetection
 import StallProc
 import StallReports
+@testable import StallSymbols
 
 /// How samples' frames are named, and named again for a report, from a fake symbol source.
 @Suite struct SampleSymbolizerTests {

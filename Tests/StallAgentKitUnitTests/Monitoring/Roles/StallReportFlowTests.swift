@@ -5,6 +5,7 @@ import StallReports
 import Testing
 
 @testable import StallMonitoring
+import StallSymbols
 
 /// A stall fed to the detector through the flow, with a fake watch and a fake writer: the
 /// revisions of its report, the lines said, the turn and the stall the watch hears of, the lock

@@ -4,6 +4,7 @@ import StallDetection
 import StallReports
 
 @testable import StallMonitoring
+@testable import StallSymbols
 
 /// A main thread whose life the test writes: asleep in a wait, running a stack of its work, or
 /// gone. It is everything a `ThreadWatch` reads of the process — its /proc files, its stacks

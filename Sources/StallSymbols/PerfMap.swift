@@ -202,7 +202,7 @@ public struct PerfMap: Sendable {
 
 /// The perf map of one process, re-read when the file changes. JITs only append: then just
 /// the new lines are parsed and merged in.
-final class PerfMapFile {
+package final class PerfMapFile {
     let path: String
     private struct Stamp: Equatable {
         var device: UInt64
@@ -222,7 +222,7 @@ final class PerfMapFile {
 
     /// The file is named with the pid as the target sees it (its own pid namespace) and read
     /// through its root, so a JIT in a container is found.
-    init(pid: Int32) {
+    package init(pid: Int32) {
         path = "/proc/\(pid)/root/tmp/perf-\(PerfMapFile.namespacePID(pid)).map"
     }
 
@@ -254,7 +254,7 @@ final class PerfMapFile {
         return n == count ? buffer : nil
     }
 
-    func current() -> PerfMap? {
+    package func current() -> PerfMap? {
         guard !hung else { return nil }
         // The file belongs to the target's user: it may be a FIFO, a link, huge, or on a
         // mount that hangs. Checked on the descriptor that is read, on the file-I/O worker.

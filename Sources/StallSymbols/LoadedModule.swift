@@ -88,7 +88,7 @@ public final class LoadedModule {
 
     /// Reads a word of the module's file image at a target address.
     @inline(__always)
-    func readWord(at address: UInt64) -> UInt64? {
+    package func readWord(at address: UInt64) -> UInt64? {
         image?.readWord(atVirtualAddress: address &- bias)
     }
 }
@@ -96,7 +96,7 @@ public final class LoadedModule {
 extension LoadedModule {
     /// The version a runtime's file name carries, its first run of digits and dots
     /// (`php-fpm8.2`, `libphp8.2.so`: "8.2"; `libruby-3.1.so.3.1.2`: "3.1"); "" for none.
-    var versionInName: String {
+    package var versionInName: String {
         let digits = name.drop { !$0.isNumber }.prefix { $0.isNumber || $0 == "." }
         return String(digits.hasSuffix(".") ? digits.dropLast() : digits)
     }

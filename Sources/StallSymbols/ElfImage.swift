@@ -42,7 +42,7 @@ public final class ElfImage: @unchecked Sendable {
     }
     private let storage: Storage
     /// The libelf handle, for the symbol and DWARF readers of this module.
-    let elf: OpaquePointer?
+    package let elf: OpaquePointer?
     /// Built on first use, under a lock: one image is shared by every monitor of a host agent.
     private let symbolTable = LazyBox<ElfSymbolTable>()
     private let crc = LazyBox<UInt32>()
@@ -278,7 +278,7 @@ public final class ElfImage: @unchecked Sendable {
     }
 
     /// The whole file as mapped.
-    var fileBytes: UnsafeRawBufferPointer { UnsafeRawBufferPointer(bytes) }
+    package var fileBytes: UnsafeRawBufferPointer { UnsafeRawBufferPointer(bytes) }
 
     /// CRC-32 of the whole file, as `.gnu_debuglink` records it; computed on first use.
     public var contentCRC: UInt32 { crc.get { DebugLink.crc32(UnsafeRawBufferPointer(bytes)) } }

@@ -1,4 +1,4 @@
-import CPtrace
+import CPosix
 
 /// Reads another process's memory with `process_vm_readv`: no stop, no ptrace attach, the
 /// same permission check as ptrace.

@@ -76,7 +76,7 @@ public final class ElfSymbolTable: @unchecked Sendable {
     /// `.symtab` (a superset) is present: each name read, each entry walked, makes its page of
     /// the file resident — node's tables are 4.4 MB of entries and 12.8 MB of names, and
     /// reading all of them for V8's constants cost a Node watch 12 MB of VmHWM.
-    static func forEachSymbol(
+    package static func forEachSymbol(
         in elf: OpaquePointer, including: (GElf_Sym) -> Bool = { _ in true }, preferringSymtab: Bool = false,
         _ body: (_ symbol: GElf_Sym, _ name: UnsafePointer<CChar>, _ fromSymtab: Bool) -> Bool
     ) {
