@@ -117,22 +117,28 @@ let package = Package(
             linkerSettings: [.linkedLibrary("pthread")]),
         // The receiving ends of sd_notify and the journal for the tests (cmsg macros need C).
         .target(name: "CTestSupport", path: "Tests/CTestSupport"),
-        // Pure and fast: the detector, reports, parsers, settings files; no process is started.
+        // Test support for every test target: the detector driven on a synthetic probe grid and a
+        // clock that moves when told. It depends on the pure core alone.
+        .target(name: "DetectionTestSupport", dependencies: ["StallDetection"], path: "Tests/DetectionTestSupport"),
+        // The pure detection core's tests: they can import StallDetection and its support, nothing
+        // that reads a clock, a file or a process.
+        .testTarget(name: "StallDetectionTests", dependencies: ["StallDetection", "DetectionTestSupport"]),
+        // Pure and fast: reports, parsers, settings files, the roles on fakes; no process is started.
         .testTarget(
             name: "StallAgentKitUnitTests",
             dependencies: [
                 "StallDetection", "StallProc", "StallCapture", "StallSymbols", "StallReports", "StallMonitoring", "StallWrapper",
                 "StallHost",
-                "StallViews",
+                "StallViews", "DetectionTestSupport",
             ]),
         // Against real processes under real ptrace (fixtures, the agent binary, real programs).
-        // Support/Shared links the unit target's report and detection scaffolding.
+        // Support/Shared links the unit target's report scaffolding (ReportFixtures).
         .testTarget(
             name: "StallAgentKitTests",
             dependencies: [
                 "StallDetection", "StallProc", "StallCapture", "StallSymbols", "StallReports", "StallMonitoring", "StallWrapper",
                 "StallHost", "StallViews",
-                "CPosix", "CTestSupport", "stall-fixtures",
+                "CPosix", "CTestSupport", "DetectionTestSupport", "stall-fixtures",
             ],
             // Sources of programs the tests compile themselves (C, C++, Swift, Rust).
             exclude: ["Symbols/Fixtures"]),

@@ -3,7 +3,7 @@ import StallCapture
 import StallProc
 
 /// Takes the stack the detector asked for and gives it the sample: without a stop in the first
-/// half of the threshold (`CapturePolicy`), of the worker the main thread waits for when that
+/// half of the threshold (`StopPolicy`), of the worker the main thread waits for when that
 /// is the one watched, named as detection keeps frames, and nothing at all when the loop went
 /// back to its wait since the probe. What a sample says that /proc cannot is kept as hints
 /// (`SampleHints`) for the next probes. Apart from the monitor, it is tested with a fake target.
@@ -73,11 +73,12 @@ final class StackSampler {
         if target.awaitsPerfSample(cpuNanos: cpuNanos) {
             return .awaitingKernelSample
         }
-        // In the first half of the threshold, only without a stop (see `CapturePolicy`).
+        // In the first half of the threshold, only without a stop (see `StopPolicy`).
         var stopFree: (snapshot: ThreadSnapshot, stack: UnwoundStack)?
-        if CapturePolicy.withoutStop(
-            episodeAge: detector.episodeAge, phase: detector.episodePhase,
-            threshold: { detector.configuration.threshold(for: $0) })
+        let phase = detector.episodePhase
+        if StopPolicy.withoutStop(
+            episodeAge: detector.episodeAge, threshold: phase.map { detector.configuration.threshold(for: $0) },
+            batch: phase == .batch)
         {
             guard let sampled = target.stackWithoutStop(activity: activity) else {
                 return .putOff

@@ -1,3 +1,4 @@
+import DetectionTestSupport
 import Foundation
 
 @testable import StallDetection

@@ -1,3 +1,4 @@
+import DetectionTestSupport
 import Testing
 
 @testable import StallDetection

@@ -1,32 +1,32 @@
-@testable import StallDetection
+import StallDetection
 
-/// Test support: drives a `StallDetector` with a synthetic probe stream on an exact grid
+/// Test support (shared by the detection, report and integration tests): drives a `StallDetector` with a synthetic probe stream on an exact grid
 /// (time = tick × probeInterval, so no drift from summing), sampling the way the agent will:
 /// observe, then record a sample whenever the detector wants one. `running` advances the
 /// schedstat counters by the given on-CPU / run-queue shares of each interval.
-struct DetectionScenario {
-    struct TimedEvent {
-        var time: Double
-        var event: DetectorEvent
+public struct DetectionScenario {
+    public struct TimedEvent {
+        public var time: Double
+        public var event: DetectorEvent
     }
 
-    var detector: StallDetector
-    let probeInterval: Double
-    private(set) var tick = 0
-    private(set) var cpuNanos: UInt64 = 0
-    private(set) var runQueueNanos: UInt64 = 0
+    public var detector: StallDetector
+    public let probeInterval: Double
+    public private(set) var tick = 0
+    public private(set) var cpuNanos: UInt64 = 0
+    public private(set) var runQueueNanos: UInt64 = 0
     /// The stack recorded for every sample until changed.
-    var stack: [SampledFrame] = DetectionScenario.stack("work", "main")
-    private(set) var events: [TimedEvent] = []
-    private(set) var sampleTimes: [Double] = []
+    public var stack: [SampledFrame] = DetectionScenario.stack("work", "main")
+    public private(set) var events: [TimedEvent] = []
+    public private(set) var sampleTimes: [Double] = []
 
-    init(configuration: DetectorConfiguration = DetectorConfiguration(), probeInterval: Double = 0.01) {
+    public init(configuration: DetectorConfiguration = DetectorConfiguration(), probeInterval: Double = 0.01) {
         detector = StallDetector(configuration: configuration)
         self.probeInterval = probeInterval
     }
 
     /// A scenario already past start-up (first probe idle) so the loop threshold applies.
-    static func inLoop(configuration: DetectorConfiguration = DetectorConfiguration(), idleFor seconds: Double = 0.5)
+    public static func inLoop(configuration: DetectorConfiguration = DetectorConfiguration(), idleFor seconds: Double = 0.5)
         -> DetectionScenario
     {
         var scenario = DetectionScenario(configuration: configuration)
@@ -34,9 +34,9 @@ struct DetectionScenario {
         return scenario
     }
 
-    var time: Double { Double(tick) * probeInterval }
+    public var time: Double { Double(tick) * probeInterval }
 
-    mutating func run(_ activity: ThreadActivity, for seconds: Double, onCPU: Double = 1, runQueue: Double = 0) {
+    public mutating func run(_ activity: ThreadActivity, for seconds: Double, onCPU: Double = 1, runQueue: Double = 0) {
         let steps = Int((seconds / probeInterval).rounded())
         for _ in 0..<steps {
             let now = time
@@ -55,39 +55,39 @@ struct DetectionScenario {
         }
     }
 
-    mutating func finish(targetGone: Bool) {
+    public mutating func finish(targetGone: Bool) {
         let now = time
         append(detector.finish(at: now, targetGone: targetGone), at: now)
     }
 
-    mutating func append(_ new: [DetectorEvent], at time: Double) {
+    public mutating func append(_ new: [DetectorEvent], at time: Double) {
         events += new.map { TimedEvent(time: time, event: $0) }
     }
 
     // MARK: - Event views
 
-    var started: [StallSnapshot] { events.compactMap { if case .stallStarted(let s) = $0.event { s } else { nil } } }
-    var updated: [StallSnapshot] { events.compactMap { if case .stallUpdated(let s) = $0.event { s } else { nil } } }
-    var ended: [StallSnapshot] { events.compactMap { if case .stallEnded(let s) = $0.event { s } else { nil } } }
-    var episodes: [BusyEpisodeSummary] {
+    public var started: [StallSnapshot] { events.compactMap { if case .stallStarted(let s) = $0.event { s } else { nil } } }
+    public var updated: [StallSnapshot] { events.compactMap { if case .stallUpdated(let s) = $0.event { s } else { nil } } }
+    public var ended: [StallSnapshot] { events.compactMap { if case .stallEnded(let s) = $0.event { s } else { nil } } }
+    public var episodes: [BusyEpisodeSummary] {
         events.compactMap { if case .episodeEnded(let e) = $0.event { e } else { nil } }
     }
-    var stallEvents: [TimedEvent] { events.filter { $0.event.snapshot != nil } }
-    var kinds: [String] { events.map(\.event.kind) }
+    public var stallEvents: [TimedEvent] { events.filter { $0.event.snapshot != nil } }
+    public var kinds: [String] { events.map(\.event.kind) }
 
     // MARK: - Frames
 
-    static func frame(_ function: String, cfa: UInt64 = 0, module: String = "app", address: UInt64 = 0) -> SampledFrame {
+    public static func frame(_ function: String, cfa: UInt64 = 0, module: String = "app", address: UInt64 = 0) -> SampledFrame {
         SampledFrame(function: function, module: module, address: address, cfa: cfa)
     }
 
     /// Innermost first; CFAs grow outward from 0x7000 like a real downward-growing stack, so one
     /// name list always yields the same activations.
-    static func stack(_ functions: String...) -> [SampledFrame] {
+    public static func stack(_ functions: String...) -> [SampledFrame] {
         stack(functions)
     }
 
-    static func stack(_ functions: [String]) -> [SampledFrame] {
+    public static func stack(_ functions: [String]) -> [SampledFrame] {
         functions.enumerated().map { index, name in
             frame(name, cfa: 0x7000 + UInt64(index) * 0x100, address: 0x40_0000 + UInt64(index) * 0x10)
         }

@@ -1,7 +1,7 @@
 import StallDetection
 import Synchronization
 
-/// Test support: a `MonotonicClock` that moves only when told to. The detection and the
+/// Test support (shared): a `MonotonicClock` that moves only when told to. The detection and the
 /// monitor-loop tests both drive their code with it. A class so that the code under test and the
 /// test share one clock; thread-safe so it can be shared with tasks.
 public final class FakeClock: MonotonicClock, Sendable {

@@ -1,1 +1,0 @@
-../../../StallAgentKitUnitTests/Detection/DetectionScenario.swift
