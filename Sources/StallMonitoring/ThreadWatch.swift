@@ -129,9 +129,14 @@ final class ThreadWatch {
         case .fellBackToStackRule: flow.update { $0.useLoopTurnEvidence(.stackRule) }
         }
         if !observation.activity.isBusy { sampler.hints.io.clear() }
-        // On for a whole busy episode (a thread that blocks now and then would otherwise turn
-        // it off and on every probe); batch processes are sampled by ptrace, as few as they are.
-        target.setPerfSampling(busy: detector.isInEpisode && detector.phase != .batch)
+        // On for the rest of a busy episode once it has lasted two probe intervals (a thread
+        // that blocks now and then would otherwise turn it off and on every probe). Not from its
+        // start: each switch is an interrupt to the thread's CPU, and most episodes of a busy
+        // server end sooner (PostgreSQL under pgbench -S: a twelfth of the agent's time went to
+        // switching). Batch processes are sampled by ptrace, as few as they are.
+        target.setPerfSampling(
+            busy: detector.isInEpisode && detector.phase != .batch
+                && (detector.episodeAge ?? 0) >= 2 * options.probeInterval)
         loopProbeEdges.fed(at: observation.time)
         loopHealth.observe(at: observation.time, observation.activity)
         if observation.activity == .gone {
@@ -229,8 +234,9 @@ final class ThreadWatch {
 
     /// See `StallMonitor.armWakeUp`.
     func armWakeUp() -> Int32? {
+        let calm = !finished && !detector.isInEpisode
         let fd = roles.wakeUp.arm(
-            eligible: !finished && !detector.isInEpisode && identity.checks.checked,
+            eligible: calm && identity.checks.checked, recordOnly: calm,
             counterUnchanged: { turnTracker.counterUnchanged() }, syscall: { target.syscall() })
         if fd != nil {
             turnTracker.rest(at: loopProbeEdges.lastFedTime)

@@ -127,4 +127,28 @@ import Testing
         #expect(arming.takeLeftWait() == 12.5)
         #expect(arming.takeLeftWait() == nil)
     }
+
+    /// Settled but not to be slept on yet: armed to record, no descriptor; the next step reads
+    /// when the thread left and disarms; unsettled, nothing is armed.
+    @Test func aSettledThreadNotYetSleptOnIsRecorded() {
+        let waker = FakeWaker()
+        let arming = Self.arming(waker)
+        let epoll = Self.call(232)
+        arming.beginStep()
+        arming.noteUnchangedWait(epoll)
+        #expect(arming.arm(eligible: false, recordOnly: true, counterUnchanged: { true }, syscall: { epoll }) == nil)
+        #expect(waker.armed, "recording")
+        waker.exit = 3.25
+        arming.beginStep()
+        #expect(!waker.armed)
+        #expect(arming.takeLeftWait() == 3.25)
+        #expect(arming.arm(eligible: false, recordOnly: true, counterUnchanged: { true }, syscall: { epoll }) == nil)
+        #expect(!waker.armed, "not settled at this step")
+        // A wait left before the arming: nothing recorded.
+        arming.noteUnchangedWait(epoll)
+        #expect(arming.arm(eligible: false, recordOnly: true, counterUnchanged: { true }, syscall: { .running }) == nil)
+        #expect(!waker.armed)
+        arming.beginStep()
+        #expect(arming.takeLeftWait() == nil)
+    }
 }
