@@ -10,8 +10,9 @@ import StallSymbols
 /// with the corrections the kernel's clocks allow, a stack sampled when the detector asks, the
 /// identity looked at again, loop health recorded, the wake-up armed while the thread sleeps.
 /// It reads the process only through its roles and a narrow `Target`, so a unit test drives a
-/// whole stall through a scripted fake with no process and no clock (docs/design.md, "Roles").
-/// `StallMonitor` builds it for a real pid and keeps the public face.
+/// whole stall through a scripted fake with no process and no clock (docs/architecture.md,
+/// "Layout: the package's targets"). `StallMonitor` builds it for a real pid and keeps the
+/// public face.
 final class ThreadWatch {
     /// What the step reads of the process besides its roles: the `InspectedTarget`, or a fake.
     protocol Target: AnyObject {

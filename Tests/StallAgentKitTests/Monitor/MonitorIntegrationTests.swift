@@ -72,7 +72,12 @@ import Glibc
         let (summary, reportDir) = try watch(pid: fixture.pid, duration: 40)
         defer { try? FileManager.default.removeItem(atPath: reportDir) }
         #expect(summary.stalls.isEmpty, "\(summary.stalls.map { "\($0.reason.name) \($0.duration)" })")
-        #expect(summary.samples > 0, "busy bursts should have been sampled")
+        // The bursts were seen and a sample asked for; none stopped the loop. Kernel sampling
+        // starts two probe intervals into an episode, and with loop turns counted a 3 ms burst
+        // ends long before: its sample is put off, not taken (docs/architecture.md, "Stops only
+        // past half the threshold"). Without counters (the stack rule) it is taken.
+        #expect(summary.samples + summary.samplesPutOff > 0, "busy bursts should have been asked for")
+        #expect(summary.capturesWithStop == 0, "a healthy loop is never stopped")
     }
 
     @Test func deadlockIsNamedWithItsOwner() throws {
