@@ -182,20 +182,27 @@ import StallProc
         #expect(tracker.count(stackRuleTurns: 0) == before + 4)
     }
 
+    /// A tracker counting with the kernel whose counters rest (idle since 2 s), and what it says.
+    final class Said { var lines: [String] = [] }
+    static func restingTracker(_ opener: Opener, _ said: Said) throws -> LoopTurnTracker {
+        let tracker = try Self.tracker(.kernelCounter, opener: opener, log: { said.lines.append($0) })
+        tracker.begin(at: 0)
+        tracker.noteProbe(.idle, previous: nil, at: 2)
+        tracker.rest(at: 2)
+        return tracker
+    }
+
     /// Counters that cannot open again after a rest: the stack rule decides, said once, rather
     /// than a counter that never moves making every busy stretch one endless turn.
     @Test func countersRefusedAfterARestFallBackToTheStackRule() throws {
         let opener = Opener()
-        var lines: [String] = []
-        let tracker = try Self.tracker(.kernelCounter, opener: opener, log: { lines.append($0) })
-        tracker.begin(at: 0)
-        tracker.noteProbe(.idle, previous: nil, at: 2)
-        tracker.rest(at: 2)
+        let said = Said()
+        let tracker = try Self.restingTracker(opener, said)
         #expect(tracker.restingWaits != nil)
         opener.refusal = .failed("EMFILE")
         #expect(tracker.afterProbe(.running, syscallNumber: nil, stackRuleTurns: 0, wanted: { false }) == .fellBackToStackRule)
         #expect(tracker.evidence == .stackRule)
-        #expect(lines.count == 1 && lines[0].contains("using the stack rule"))
+        #expect(said.lines.count == 1 && said.lines[0].contains("using the stack rule"))
         #expect(tracker.afterProbe(.running, syscallNumber: nil, stackRuleTurns: 0, wanted: { false }) == .unchanged)
     }
 
@@ -203,14 +210,11 @@ import StallProc
     /// end, not a reason to fall back (redis-server shut down while its counters rested).
     @Test func aThreadGoneAfterARestKeepsItsEvidenceAndSaysNothing() throws {
         let opener = Opener()
-        var lines: [String] = []
-        let tracker = try Self.tracker(.kernelCounter, opener: opener, log: { lines.append($0) })
-        tracker.begin(at: 0)
-        tracker.noteProbe(.idle, previous: nil, at: 2)
-        tracker.rest(at: 2)
+        let said = Said()
+        let tracker = try Self.restingTracker(opener, said)
         opener.gone = true
         #expect(tracker.afterProbe(.running, syscallNumber: nil, stackRuleTurns: 0, wanted: { false }) == .unchanged)
         #expect(tracker.evidence == .kernelCounter)
-        #expect(lines.isEmpty)
+        #expect(said.lines.isEmpty)
     }
 }
