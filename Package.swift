@@ -120,6 +120,12 @@ let package = Package(
         // Test support for every test target: the detector driven on a synthetic probe grid and a
         // clock that moves when told. It depends on the pure core alone.
         .target(name: "DetectionTestSupport", dependencies: ["StallDetection"], path: "Tests/DetectionTestSupport"),
+        // Report scaffolding for every test target that reads a report: stalls driven through the
+        // real detector and a report context whose resolver fills in what a symbolizer would.
+        .target(
+            name: "ReportTestSupport",
+            dependencies: ["StallDetection", "StallSymbols", "StallReports", "DetectionTestSupport"],
+            path: "Tests/ReportTestSupport"),
         // The pure detection core's tests: they can import StallDetection and its support, nothing
         // that reads a clock, a file or a process.
         .testTarget(name: "StallDetectionTests", dependencies: ["StallDetection", "DetectionTestSupport"]),
@@ -129,16 +135,15 @@ let package = Package(
             dependencies: [
                 "StallDetection", "StallProc", "StallCapture", "StallSymbols", "StallReports", "StallMonitoring", "StallWrapper",
                 "StallHost",
-                "StallViews", "DetectionTestSupport",
+                "StallViews", "DetectionTestSupport", "ReportTestSupport",
             ]),
         // Against real processes under real ptrace (fixtures, the agent binary, real programs).
-        // Support/Shared links the unit target's report scaffolding (ReportFixtures).
         .testTarget(
             name: "StallAgentKitTests",
             dependencies: [
                 "StallDetection", "StallProc", "StallCapture", "StallSymbols", "StallReports", "StallMonitoring", "StallWrapper",
                 "StallHost", "StallViews",
-                "CPosix", "CTestSupport", "DetectionTestSupport", "stall-fixtures",
+                "CPosix", "CTestSupport", "DetectionTestSupport", "ReportTestSupport", "stall-fixtures",
             ],
             // Sources of programs the tests compile themselves (C, C++, Swift, Rust).
             exclude: ["Symbols/Fixtures"]),

@@ -1,3 +1,4 @@
+import ReportTestSupport
 import DetectionTestSupport
 import Foundation
 import Testing

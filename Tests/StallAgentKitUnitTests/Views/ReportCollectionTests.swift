@@ -1,3 +1,4 @@
+import ReportTestSupport
 import Foundation
 import Testing
 

@@ -1,3 +1,4 @@
+import ReportTestSupport
 import Foundation
 
 @testable import StallDetection

@@ -1,3 +1,4 @@
+import ReportTestSupport
 import StallCapture
 import StallDetection
 import StallProc

@@ -1,3 +1,4 @@
+import ReportTestSupport
 import Testing
 
 @testable import StallDetection

@@ -1,30 +1,30 @@
 import DetectionTestSupport
 import Foundation
 
-@testable import StallDetection
-@testable import StallCapture
-@testable import StallReports
-@testable import StallSymbols
+import StallDetection
 
-/// Test support: stalls driven through a real `StallDetector` (via `DetectionScenario`) and a
+import StallReports
+import StallSymbols
+
+/// Test support for every test target that reads a report: stalls driven through a real `StallDetector` (via `DetectionScenario`) and a
 /// report context whose resolver fills in everything a symbolizer would, so tests can tell
 /// which frame was resolved at which index.
-enum ReportFixtures {
-    typealias S = DetectionScenario
+package enum ReportFixtures {
+    package typealias S = DetectionScenario
 
-    static let pid: Int32 = 1234
+    package static let pid: Int32 = 1234
     /// 2026-11-21 09:22:38 UTC minus the scenarios' monotonic origin.
-    static let wallClockOffset = 1_795_252_958.0
+    package static let wallClockOffset = 1_795_252_958.0
 
-    static let appImage = ReportBinaryImage(
+    package static let appImage = ReportBinaryImage(
         start: 0x40_0000, end: 0x48_0000, name: "app", path: "/opt/app/bin/app", buildId: "9f1cabcdef")
-    static let libcImage = ReportBinaryImage(
+    package static let libcImage = ReportBinaryImage(
         start: 0x7f00_0000_0000, end: 0x7f00_0020_0000, name: "libc.so.6", path: "/usr/lib/x86_64-linux-gnu/libc.so.6",
         buildId: "c0ffee")
-    static let unusedImage = ReportBinaryImage(
+    package static let unusedImage = ReportBinaryImage(
         start: 0x7f00_1000_0000, end: 0x7f00_1010_0000, name: "libunused.so", path: "/usr/lib/libunused.so")
 
-    static func resolve(_ frame: SampledFrame, _ index: Int) -> SymbolizedFrame {
+    package static func resolve(_ frame: SampledFrame, _ index: Int) -> SymbolizedFrame {
         let isApp = frame.module != "libc.so.6"
         let image = isApp ? appImage : libcImage
         return SymbolizedFrame(
@@ -34,7 +34,7 @@ enum ReportFixtures {
             file: isApp ? "\(frame.function).c" : nil, line: isApp ? 100 + index : nil)
     }
 
-    static func context(
+    package static func context(
         lockOwner: ReportLockOwner? = nil, termination: String? = nil, occurrence: Int = 1
     ) -> StallReportContext {
         StallReportContext(
@@ -54,7 +54,7 @@ enum ReportFixtures {
             hostname: "builder")
     }
 
-    static let holder = ReportLockOwner(
+    package static let holder = ReportLockOwner(
         tid: 1235, name: "holder", detail: "blocked in nanosleep",
         frames: [
             resolve(S.frame("clock_nanosleep", cfa: 0x9000, module: "libc.so.6", address: 0x7f00_0000_1000), 0),
@@ -63,7 +63,7 @@ enum ReportFixtures {
         waitChain: [pid, 1235], deadlock: false)
 
     /// CPU-bound: 0.5 s in leafA, then 1.0 s in leafB, both under work ← main; back to idle.
-    static func hangEnded() -> StallSnapshot {
+    package static func hangEnded() -> StallSnapshot {
         var scenario = S.inLoop()
         scenario.stack = S.stack("leafA", "work", "main")
         scenario.run(.running, for: 0.5)
@@ -74,14 +74,14 @@ enum ReportFixtures {
     }
 
     /// CPU-bound and still going: the first (detected) snapshot.
-    static func hangStarted() -> StallSnapshot {
+    package static func hangStarted() -> StallSnapshot {
         var scenario = S.inLoop()
         scenario.run(.running, for: 1.2)
         return scenario.started[0]
     }
 
     /// Waiting in the libc futex wrapper under lock_contention ← main.
-    static func lockScenario(seconds: Double = 1.3) -> S {
+    package static func lockScenario(seconds: Double = 1.3) -> S {
         var scenario = S.inLoop()
         scenario.stack = [
             S.frame("__futex_abstimed_wait_common", cfa: 0x6f00, module: "libc.so.6", address: 0x7f00_0000_2000),
@@ -92,26 +92,26 @@ enum ReportFixtures {
         return scenario
     }
 
-    static func lockEnded() -> StallSnapshot {
+    package static func lockEnded() -> StallSnapshot {
         var scenario = lockScenario()
         scenario.run(.idle, for: 0.1)
         return scenario.ended[0]
     }
 
-    static func deadlocked() -> StallSnapshot {
+    package static func deadlocked() -> StallSnapshot {
         var scenario = lockScenario()
         let events = scenario.detector.setDeadlock(true, at: scenario.time)
         return events[0].snapshot!
     }
 
-    static func diedWhileHanging() -> StallSnapshot {
+    package static func diedWhileHanging() -> StallSnapshot {
         var scenario = S.inLoop()
         scenario.run(.running, for: 1.6)
         scenario.finish(targetGone: true)
         return scenario.ended[0]
     }
 
-    static func temporaryDirectory() -> String {
+    package static func temporaryDirectory() -> String {
         let path = NSTemporaryDirectory() + "stallagent-reports-\(UUID().uuidString)"
         return path
     }

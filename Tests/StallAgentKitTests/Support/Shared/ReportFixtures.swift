@@ -1,1 +1,0 @@
-../../../StallAgentKitUnitTests/Reports/ReportFixtures.swift
