@@ -205,7 +205,7 @@ public final class ReportWriter: Sendable {
     public func fileStem(for r: StallReport) -> String {
         let name = Self.sanitize(r.process.name, fallback: "process")
         let reason = Self.sanitize(r.reason.name, fallback: "stall")
-        return "\(name)_\(r.process.pid)_\(ReportTime.fileStamp(r.startTime))_\(reason)_\(r.id)-\(Self.processInstance)"
+        return "\(name)_\(r.process.pid)_\(ReportTime.fileStamp(r.span.startTime))_\(reason)_\(r.id)-\(Self.processInstance)"
     }
 
     /// The longest a process's `*.loop.jsonl` grows: one line every 5 s is ~17 000 lines a

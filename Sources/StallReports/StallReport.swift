@@ -28,14 +28,8 @@ public struct StallReport: Codable, Sendable {
     public var process: ReportProcessInfo
     public var thread: ReportThreadInfo
     public var hostname: String
-    public var startTime: Date
-    public var endTime: Date
-    public var ongoing: Bool
-    /// `StallEnding` raw value; nil while ongoing and for snapshots outside a stall.
-    public var ending: String?
-    /// Stall age, stopped time excluded.
-    public var durationSeconds: Double
-    public var thresholdSeconds: Double
+    /// When the stall began and ended, and how long it lasted against its threshold.
+    public var span: Span
     public var samples: ReportSampleStats
     public var stateBreakdown: ReportStateBreakdown
     public var stallFrame: SymbolizedFrame?
@@ -47,18 +41,42 @@ public struct StallReport: Codable, Sendable {
     public var binaryImages: [ReportBinaryImage]
     public var agent: ReportAgentStats
     public var termination: String?
-    public var fingerprint: String
-    public var occurrence: Int
-    /// What told the agent the event loop turned (`LoopTurnEvidence` raw value: "kernel
-    /// counter", "loop probe", "stack rule"); nil for snapshots and old reports.
-    public var loopTurns: String?
-    /// Why better evidence was not available (e.g. the kernel refused the counters).
-    public var loopTurnsNote: String?
-    /// Why there are no stacks when none could be captured (another tracer holds the
-    /// target); the stall is then timed from /proc alone. Absent otherwise.
-    public var sampling: String?
+    /// Which stall this is across reports, and how often it was seen.
+    public var recurrence: Recurrence
+    /// What the agent's evidence rested on.
+    public var evidence: Evidence
     /// The one-sentence "Description:" line.
     public var description: String
+
+    /// When the stall began and ended (wall clock), and how long it lasted.
+    public struct Span: Sendable, Equatable {
+        public var startTime: Date
+        public var endTime: Date
+        public var ongoing: Bool
+        /// `StallEnding` raw value; nil while ongoing and for snapshots outside a stall.
+        public var ending: String?
+        /// Stall age, stopped time excluded.
+        public var durationSeconds: Double
+        public var thresholdSeconds: Double
+    }
+
+    /// The same stall (by its fingerprint) reported again: the how-many-th time.
+    public struct Recurrence: Sendable, Equatable {
+        public var fingerprint: String
+        public var occurrence: Int
+    }
+
+    /// What told the agent the loop turned and why stacks may be missing.
+    public struct Evidence: Sendable, Equatable {
+        /// What told the agent the event loop turned (`LoopTurnEvidence` raw value: "kernel
+        /// counter", "loop probe", "stack rule"); nil for snapshots and old reports.
+        public var loopTurns: String?
+        /// Why better evidence was not available (e.g. the kernel refused the counters).
+        public var loopTurnsNote: String?
+        /// Why there are no stacks when none could be captured (another tracer holds the
+        /// target); the stall is then timed from /proc alone. Absent otherwise.
+        public var sampling: String?
+    }
 
     public init(snapshot: StallSnapshot, context: StallReportContext) {
         schemaVersion = Self.currentSchemaVersion
@@ -73,12 +91,11 @@ public struct StallReport: Codable, Sendable {
         process = context.process
         thread = context.thread
         hostname = context.hostname
-        startTime = Date(timeIntervalSince1970: snapshot.startTime + context.wallClockOffset)
-        endTime = Date(timeIntervalSince1970: snapshot.endTime + context.wallClockOffset)
-        ongoing = snapshot.ongoing
-        ending = snapshot.ending?.rawValue
-        durationSeconds = ReportNumber.seconds(snapshot.duration)
-        thresholdSeconds = ReportNumber.seconds(snapshot.threshold)
+        span = Span(
+            startTime: Date(timeIntervalSince1970: snapshot.startTime + context.wallClockOffset),
+            endTime: Date(timeIntervalSince1970: snapshot.endTime + context.wallClockOffset), ongoing: snapshot.ongoing,
+            ending: snapshot.ending?.rawValue, durationSeconds: ReportNumber.seconds(snapshot.duration),
+            thresholdSeconds: ReportNumber.seconds(snapshot.threshold))
         samples = ReportSampleStats(
             count: snapshot.sampleCount, intervalSeconds: snapshot.sampleInterval,
             sampledSeconds: ReportNumber.seconds(snapshot.sampledDuration), dropped: snapshot.droppedSampleCount)
@@ -95,11 +112,10 @@ public struct StallReport: Codable, Sendable {
         lockOwner = context.lockOwner
         agent = context.agent
         termination = context.termination
-        fingerprint = snapshot.fingerprint
-        occurrence = context.occurrence
-        loopTurns = snapshot.isOnDemand ? nil : snapshot.loopTurnEvidence?.rawValue
-        loopTurnsNote = loopTurns == nil ? nil : context.loopTurnsNote
-        sampling = context.samplingNote
+        recurrence = Recurrence(fingerprint: snapshot.fingerprint, occurrence: context.occurrence)
+        let loopTurns = snapshot.isOnDemand ? nil : snapshot.loopTurnEvidence?.rawValue
+        evidence = Evidence(
+            loopTurns: loopTurns, loopTurnsNote: loopTurns == nil ? nil : context.loopTurnsNote, sampling: context.samplingNote)
         binaryImages = []
         description = ""
         binaryImages = Self.usedImages(context.binaryImages, by: self)
@@ -244,13 +260,13 @@ public struct StallReport: Codable, Sendable {
         try c.encode(process, forKey: .process)
         try c.encode(thread, forKey: .thread)
         try c.encode(hostname, forKey: .hostname)
-        try c.encode(ReportTime.iso8601(startTime), forKey: .startTime)
-        try c.encode(ReportTime.iso8601(endTime), forKey: .endTime)
-        try c.encode(ongoing, forKey: .ongoing)
-        try c.encode(ending, forKey: .ending)
-        try c.encode(durationSeconds, forKey: .durationSeconds)
+        try c.encode(ReportTime.iso8601(span.startTime), forKey: .startTime)
+        try c.encode(ReportTime.iso8601(span.endTime), forKey: .endTime)
+        try c.encode(span.ongoing, forKey: .ongoing)
+        try c.encode(span.ending, forKey: .ending)
+        try c.encode(span.durationSeconds, forKey: .durationSeconds)
         // A wrapped command's launch phase has no limit (infinity): JSON has no such number.
-        try c.encode(thresholdSeconds.isFinite ? thresholdSeconds : nil, forKey: .thresholdSeconds)
+        try c.encode(span.thresholdSeconds.isFinite ? span.thresholdSeconds : nil, forKey: .thresholdSeconds)
         try c.encode(samples, forKey: .samples)
         try c.encode(stateBreakdown, forKey: .stateBreakdown)
         try c.encode(stallFrame, forKey: .stallFrame)
@@ -260,12 +276,12 @@ public struct StallReport: Codable, Sendable {
         try c.encode(binaryImages, forKey: .binaryImages)
         try c.encode(agent, forKey: .agent)
         try c.encode(termination, forKey: .termination)
-        try c.encode(fingerprint, forKey: .fingerprint)
-        try c.encode(occurrence, forKey: .occurrence)
+        try c.encode(recurrence.fingerprint, forKey: .fingerprint)
+        try c.encode(recurrence.occurrence, forKey: .occurrence)
         try c.encode(description, forKey: .description)
-        try c.encode(loopTurns, forKey: .loopTurns)
-        try c.encode(loopTurnsNote, forKey: .loopTurnsNote)
-        try c.encodeIfPresent(sampling, forKey: .sampling)
+        try c.encode(evidence.loopTurns, forKey: .loopTurns)
+        try c.encode(evidence.loopTurnsNote, forKey: .loopTurnsNote)
+        try c.encodeIfPresent(evidence.sampling, forKey: .sampling)
     }
 
     public init(from decoder: any Decoder) throws {
@@ -289,12 +305,11 @@ public struct StallReport: Codable, Sendable {
         process = try c.decode(ReportProcessInfo.self, forKey: .process)
         thread = try c.decode(ReportThreadInfo.self, forKey: .thread)
         hostname = try c.decodeIfPresent(String.self, forKey: .hostname) ?? ""
-        startTime = try date(.startTime)
-        endTime = try date(.endTime)
-        ongoing = try c.decode(Bool.self, forKey: .ongoing)
-        ending = try c.decodeIfPresent(String.self, forKey: .ending)
-        durationSeconds = try c.decode(Double.self, forKey: .durationSeconds)
-        thresholdSeconds = try c.decodeIfPresent(Double.self, forKey: .thresholdSeconds) ?? .infinity
+        span = Span(
+            startTime: try date(.startTime), endTime: try date(.endTime), ongoing: try c.decode(Bool.self, forKey: .ongoing),
+            ending: try c.decodeIfPresent(String.self, forKey: .ending),
+            durationSeconds: try c.decode(Double.self, forKey: .durationSeconds),
+            thresholdSeconds: try c.decodeIfPresent(Double.self, forKey: .thresholdSeconds) ?? .infinity)
         samples = try c.decode(ReportSampleStats.self, forKey: .samples)
         stateBreakdown = try c.decode(ReportStateBreakdown.self, forKey: .stateBreakdown)
         stallFrame = try c.decodeIfPresent(SymbolizedFrame.self, forKey: .stallFrame)
@@ -304,12 +319,14 @@ public struct StallReport: Codable, Sendable {
         binaryImages = try c.decodeIfPresent([ReportBinaryImage].self, forKey: .binaryImages) ?? []
         agent = try c.decode(ReportAgentStats.self, forKey: .agent)
         termination = try c.decodeIfPresent(String.self, forKey: .termination)
-        fingerprint = try c.decode(String.self, forKey: .fingerprint)
-        occurrence = try c.decodeIfPresent(Int.self, forKey: .occurrence) ?? 1
+        recurrence = Recurrence(
+            fingerprint: try c.decode(String.self, forKey: .fingerprint),
+            occurrence: try c.decodeIfPresent(Int.self, forKey: .occurrence) ?? 1)
         description = try c.decodeIfPresent(String.self, forKey: .description) ?? ""
-        loopTurns = try c.decodeIfPresent(String.self, forKey: .loopTurns)
-        loopTurnsNote = try c.decodeIfPresent(String.self, forKey: .loopTurnsNote)
-        sampling = try c.decodeIfPresent(String.self, forKey: .sampling)
+        evidence = Evidence(
+            loopTurns: try c.decodeIfPresent(String.self, forKey: .loopTurns),
+            loopTurnsNote: try c.decodeIfPresent(String.self, forKey: .loopTurnsNote),
+            sampling: try c.decodeIfPresent(String.self, forKey: .sampling))
     }
 
     /// Reads what `ReportTime.iso8601` writes, and plain ISO-8601 with or without fractions.

@@ -7,16 +7,16 @@ enum StallReportDescription {
     static func sentence(for report: StallReport) -> String {
         let doing = activity(report)
         if report.kind == "snapshot" {
-            guard report.durationSeconds > 0 || report.stateBreakdown.busySeconds > 0 else {
+            guard report.span.durationSeconds > 0 || report.stateBreakdown.busySeconds > 0 else {
                 return "on-demand snapshot; main thread not in a busy episode"
             }
-            return "on-demand snapshot; main thread \(doing) for \(ReportNumber.duration(report.durationSeconds))"
-                + (report.ongoing ? ", ongoing" : "")
+            return "on-demand snapshot; main thread \(doing) for \(ReportNumber.duration(report.span.durationSeconds))"
+                + (report.span.ongoing ? ", ongoing" : "")
         }
         let limit = report.phase == StallPhase.launch.rawValue ? "launch threshold" : "threshold"
         let during = report.phase == StallPhase.launch.rawValue ? " during launch" : ""
-        return "\(subject(report)) \(doing)\(during) for \(ReportNumber.duration(report.durationSeconds)) "
-            + (report.thresholdSeconds.isFinite ? "(\(limit) \(ReportNumber.duration(report.thresholdSeconds))), " : "(no \(limit)), ")
+        return "\(subject(report)) \(doing)\(during) for \(ReportNumber.duration(report.span.durationSeconds)) "
+            + (report.span.thresholdSeconds.isFinite ? "(\(limit) \(ReportNumber.duration(report.span.thresholdSeconds))), " : "(no \(limit)), ")
             + outcome(report)
     }
 
@@ -55,8 +55,8 @@ enum StallReportDescription {
 
     private static func outcome(_ report: StallReport) -> String {
         if let termination = report.termination { return termination }
-        if report.ongoing { return "ongoing" }
-        switch report.ending.flatMap(StallEnding.init(rawValue:)) {
+        if report.span.ongoing { return "ongoing" }
+        switch report.span.ending.flatMap(StallEnding.init(rawValue:)) {
         case .targetDied?: return "then the process died"
         case .targetExited?: return "then the process exited"
         case .targetEnded?: return "then the process ended (not the agent's child: whether by exit or signal is unknown)"

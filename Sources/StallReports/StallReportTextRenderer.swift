@@ -45,12 +45,12 @@ public enum StallReportTextRenderer {
             out.append(field("Command Line:", argv.map(shellQuoted).joined(separator: " ")))
         }
         if !r.hostname.isEmpty { out.append(field("Hostname:", r.hostname)) }
-        out.append(field("Date/Time:", ReportTime.human(r.startTime)))
-        out.append(field("End Time:", ReportTime.human(r.endTime) + (r.ongoing ? " (ongoing)" : "")))
+        out.append(field("Date/Time:", ReportTime.human(r.span.startTime)))
+        out.append(field("End Time:", ReportTime.human(r.span.endTime) + (r.span.ongoing ? " (ongoing)" : "")))
         let revision = r.revision > 0 ? ", revision \(r.revision) (\(r.trigger))" : ""
         out.append(field("Report:", "\(r.kind) #\(r.id)\(revision)"))
-        let seen = r.occurrence > 1 ? " (seen \(r.occurrence) times)" : " (first occurrence)"
-        out.append(field("Fingerprint:", r.fingerprint + seen))
+        let seen = r.recurrence.occurrence > 1 ? " (seen \(r.recurrence.occurrence) times)" : " (first occurrence)"
+        out.append(field("Fingerprint:", r.recurrence.fingerprint + seen))
         out.append(field("Termination Reason:", "Namespace STALLAGENT, Code \(r.reason.hexCode) (\(r.reason.name))"))
         if r.cause != r.reason { out.append(field("Cause:", "\(r.cause.hexCode) (\(r.cause.name))")) }
         out.append(field("Phase:", r.phase))
@@ -58,15 +58,15 @@ public enum StallReportTextRenderer {
         if let termination = r.termination { out.append(field("Termination:", termination)) }
         let interval = ReportNumber.interval(r.samples.intervalSeconds)
         let sampled = ReportNumber.duration(r.samples.sampledSeconds) + " (\(r.samples.count) samples, \(interval) interval)"
-        let duration = (ReportNumber.duration(r.durationSeconds) + (r.ongoing ? "+" : ""))
+        let duration = (ReportNumber.duration(r.span.durationSeconds) + (r.span.ongoing ? "+" : ""))
             .padding(toLength: 16, withPad: " ", startingAt: 0)
         out.append(field("Duration:", duration + "Duration Sampled: " + sampled))
         // A thread the main thread waited for (`Description:` says which) is not the main thread.
         out.append(field(r.thread.tid == r.process.pid ? "Main Thread:" : "Thread:", mainThread(r.stateBreakdown)))
-        if let turns = r.loopTurns {
-            out.append(field("Loop Turns:", turns + (r.loopTurnsNote.map { " (\($0))" } ?? "")))
+        if let turns = r.evidence.loopTurns {
+            out.append(field("Loop Turns:", turns + (r.evidence.loopTurnsNote.map { " (\($0))" } ?? "")))
         }
-        if let sampling = r.sampling { out.append(field("Sampling:", sampling)) }
+        if let sampling = r.evidence.sampling { out.append(field("Sampling:", sampling)) }
         let stallFrame = r.stallFrame.map(StackTextRenderer.summary) ?? "none (no frame was in every sample)"
         out.append(field("Stall Frame:", stallFrame))
         return out

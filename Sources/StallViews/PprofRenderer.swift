@@ -28,8 +28,8 @@ public enum PprofRenderer {
         var latest: Date?
         for loaded in collection.reports {
             let report = loaded.report
-            earliest = min(earliest ?? report.startTime, report.startTime)
-            latest = max(latest ?? report.endTime, report.endTime)
+            earliest = min(earliest ?? report.span.startTime, report.span.startTime)
+            latest = max(latest ?? report.span.endTime, report.span.endTime)
             let stacks = StallStacks(report)
             let interval = Int64((report.samples.intervalSeconds * 1e9).rounded())
             if period == 0 { period = interval }
@@ -62,7 +62,7 @@ public enum PprofRenderer {
                 label(&table, "target", ViewNames.target(report)),
                 label(&table, "reason", report.reason.name),
                 label(&table, "code", report.reason.hexCode),
-                label(&table, "fingerprint", report.fingerprint),
+                label(&table, "fingerprint", report.recurrence.fingerprint),
                 label(&table, "stall", "\(report.process.pid)#\(report.id)"),
             ]
             for stack in stacks.stacks {

@@ -30,8 +30,8 @@ public struct ReportCollection: Sendable {
         self.health = health.sorted { $0.time < $1.time }
         self.unreadableHealthLines = unreadableHealthLines
         self.reports = reports.sorted { lhs, rhs in
-            lhs.report.startTime != rhs.report.startTime
-                ? lhs.report.startTime < rhs.report.startTime : lhs.jsonPath < rhs.jsonPath
+            let (left, right) = (lhs.report.span.startTime, rhs.report.span.startTime)
+            return left != right ? left < right : lhs.jsonPath < rhs.jsonPath
         }
     }
 

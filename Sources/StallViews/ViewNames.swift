@@ -12,7 +12,7 @@ public enum ViewNames {
 
     /// "app [1234] #3 0x8badf00d hang 2.01 s".
     public static func stallTitle(_ report: StallReport) -> String {
-        "\(target(report)) #\(report.id) \(report.reason.hexCode) \(report.reason.name) \(duration(report.durationSeconds))"
+        "\(target(report)) #\(report.id) \(report.reason.hexCode) \(report.reason.name) \(duration(report.span.durationSeconds))"
     }
 
     public static func duration(_ seconds: Double) -> String {

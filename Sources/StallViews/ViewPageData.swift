@@ -199,23 +199,23 @@ struct ViewPageDataBuilder {
             }
             let culprit = r.culpritFrame
             let printIndex: Int
-            if let known = fingerprintIndex[r.fingerprint] {
+            if let known = fingerprintIndex[r.recurrence.fingerprint] {
                 printIndex = known
             } else {
                 printIndex = fingerprints.count
-                fingerprintIndex[r.fingerprint] = printIndex
+                fingerprintIndex[r.recurrence.fingerprint] = printIndex
                 fingerprints.append(
                     ViewPageData.Fingerprint(
-                        fingerprint: r.fingerprint, culprit: r.culpritName, reason: r.reason.name, code: r.reason.hexCode, seen: 0,
+                        fingerprint: r.recurrence.fingerprint, culprit: r.culpritName, reason: r.reason.name, code: r.reason.hexCode, seen: 0,
                         reports: 0, total: 0, worst: -1, worstStall: stalls.count, targets: 0))
                 fingerprintTargets.append([])
             }
-            fingerprints[printIndex].seen = max(fingerprints[printIndex].seen, r.occurrence)
+            fingerprints[printIndex].seen = max(fingerprints[printIndex].seen, r.recurrence.occurrence)
             fingerprints[printIndex].reports += 1
-            fingerprints[printIndex].total += r.durationSeconds
+            fingerprints[printIndex].total += r.span.durationSeconds
             fingerprintTargets[printIndex].insert(t)
-            if r.durationSeconds > fingerprints[printIndex].worst {
-                fingerprints[printIndex].worst = r.durationSeconds
+            if r.span.durationSeconds > fingerprints[printIndex].worst {
+                fingerprints[printIndex].worst = r.span.durationSeconds
                 fingerprints[printIndex].worstStall = stalls.count
                 fingerprints[printIndex].culprit = r.culpritName
             }
@@ -233,17 +233,17 @@ struct ViewPageDataBuilder {
                     frames: owner.frames.map { builder.frame($0) })
             }
             let detail = ViewPageData.Detail(
-                cause: r.cause.name, threshold: r.thresholdSeconds.isFinite ? r.thresholdSeconds : nil, ending: r.ending, phase: r.phase,
-                trigger: r.trigger, deadlock: r.deadlock, description: r.description, occurrence: r.occurrence, revision: r.revision,
+                cause: r.cause.name, threshold: r.span.thresholdSeconds.isFinite ? r.span.thresholdSeconds : nil, ending: r.span.ending, phase: r.phase,
+                trigger: r.trigger, deadlock: r.deadlock, description: r.description, occurrence: r.recurrence.occurrence, revision: r.revision,
                 samples: r.samples, states: states, heaviestSamples: r.heaviestStack?.samples, heaviestTotal: r.heaviestStack?.totalSamples,
                 heaviest: (r.heaviestStack?.frames ?? []).map { builder.frame($0) }, lockOwner: lockOwner, agent: r.agent,
-                loopTurns: r.loopTurns, loopTurnsNote: r.loopTurnsNote, sampling: r.sampling, termination: r.termination,
+                loopTurns: r.evidence.loopTurns, loopTurnsNote: r.evidence.loopTurnsNote, sampling: r.evidence.sampling, termination: r.termination,
                 report: loaded.jsonPath, folded: loaded.folded != nil, tree: tree)
             stalls.append(
                 ViewPageData.Stall(
                     t: t, id: r.id, kind: r.kind, reason: r.reason.name, code: r.reason.hexCode,
-                    start: (r.startTime.timeIntervalSince1970 * 1000).rounded(), end: (r.endTime.timeIntervalSince1970 * 1000).rounded(),
-                    duration: r.durationSeconds, ongoing: r.ongoing, culprit: r.culpritName,
+                    start: (r.span.startTime.timeIntervalSince1970 * 1000).rounded(), end: (r.span.endTime.timeIntervalSince1970 * 1000).rounded(),
+                    duration: r.span.durationSeconds, ongoing: r.span.ongoing, culprit: r.culpritName,
                     culpritAt: ViewNames.sourceLine(culprit?.file, culprit?.line), fingerprint: printIndex,
                     detail: String(decoding: try detailEncoder.encode(detail), as: UTF8.self)))
         }

@@ -44,10 +44,10 @@ struct ViewBenchmark {
             var report = reports[index % reports.count]
             report.id = index + 1
             report.process.pid = Int32(1000 + index % 8)
-            report.fingerprint = "\(report.reason.name)-\(String(0xabc0 + index % 40, radix: 16))"
-            report.occurrence = 1 + index / 40
-            report.startTime = origin.addingTimeInterval(Double(index) * 25 + Double(index % 7))
-            report.endTime = report.startTime.addingTimeInterval(report.durationSeconds)
+            report.recurrence.fingerprint = "\(report.reason.name)-\(String(0xabc0 + index % 40, radix: 16))"
+            report.recurrence.occurrence = 1 + index / 40
+            report.span.startTime = origin.addingTimeInterval(Double(index) * 25 + Double(index % 7))
+            report.span.endTime = report.span.startTime.addingTimeInterval(report.span.durationSeconds)
             _ = try writer.write(report, folded: nil)
         }
         let page = work.appendingPathComponent("stalls.html").path

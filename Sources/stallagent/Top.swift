@@ -93,7 +93,7 @@ struct Top: ParsableCommand {
         agent.stallObserver = { event, monitor in
             guard let entry = entries[monitor.inspector.pid], entry.monitor === monitor else { return }
             switch event {
-            case .detected(let report, _, _): entry.open = (report.reason.name, MonotonicTime.seconds() - report.durationSeconds)
+            case .detected(let report, _, _): entry.open = (report.reason.name, MonotonicTime.seconds() - report.span.durationSeconds)
             case .ended: entry.open = nil
             }
         }

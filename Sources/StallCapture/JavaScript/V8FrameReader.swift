@@ -138,7 +138,7 @@ public final class V8FrameReader {
         if let type = instanceType(nameOrScope) {
             if type == layout.scopeInfoType {
                 (name, start) = scopeInfo(nameOrScope)
-            } else if type < layout.firstNonStringType {
+            } else if type < layout.strings.firstNonStringType {
                 name = string(nameOrScope, limit: Self.maxStringLength)
             }
         }
@@ -154,8 +154,8 @@ public final class V8FrameReader {
             }
         }
         var frame = JavaScriptFrame(name: (name?.isEmpty ?? true) ? "<anonymous>" : name!, script: nil, line: nil, shared: shared)
-        guard let script = field(shared, layout.sharedScript), instanceType(script) == layout.scriptType else { return (frame, nil) }
-        frame.script = field(script, layout.scriptName).flatMap { string($0, limit: Self.maxStringLength) }
+        guard let script = field(shared, layout.sharedScript), instanceType(script) == layout.script.scriptType else { return (frame, nil) }
+        frame.script = field(script, layout.script.scriptName).flatMap { string($0, limit: Self.maxStringLength) }
         if let start, start >= 0 { frame.line = line(of: start, in: script) }
         return (frame, script)
     }
@@ -282,13 +282,13 @@ public final class V8FrameReader {
     }
 
     private func computeLineEnds(_ script: UInt64) -> [Int]? {
-        if let array = field(script, layout.scriptLineEnds), instanceType(array) == layout.fixedArrayType,
-            let count = smi(field(array, layout.fixedArrayLength)), (1...10_000_000).contains(count),
-            let bytes = memory.bytes(array &- 1 &+ UInt64(layout.fixedArrayData), 8 * count)
+        if let array = field(script, layout.script.scriptLineEnds), instanceType(array) == layout.script.fixedArrayType,
+            let count = smi(field(array, layout.script.fixedArrayLength)), (1...10_000_000).contains(count),
+            let bytes = memory.bytes(array &- 1 &+ UInt64(layout.script.fixedArrayData), 8 * count)
         {
             return (0..<count).compactMap { smi(TargetReader.word(bytes, $0 * 8)) }
         }
-        guard let source = field(script, layout.scriptSource).flatMap({ string($0, limit: Self.maxSourceLength) }) else {
+        guard let source = field(script, layout.script.scriptSource).flatMap({ string($0, limit: Self.maxSourceLength) }) else {
             return nil
         }
         // V8's own rule: a line ends at \n, at \r not followed by \n, and at U+2028 and U+2029.
@@ -308,40 +308,40 @@ public final class V8FrameReader {
     /// A V8 string's text, through cons, thin and sliced strings; nil for what cannot be read
     /// (an external string whose data is not cached in the object, a string too long).
     private func string(_ object: UInt64, limit: Int, depth: Int = 0) -> String? {
-        guard depth < 32, let type = instanceType(object), type < layout.firstNonStringType,
-            let lengthBytes = memory.bytes(object &- 1 &+ UInt64(layout.stringLength), 4)
+        guard depth < 32, let type = instanceType(object), type < layout.strings.firstNonStringType,
+            let lengthBytes = memory.bytes(object &- 1 &+ UInt64(layout.strings.stringLength), 4)
         else { return nil }
         let length = Int(UInt32(lengthBytes[0]) | UInt32(lengthBytes[1]) << 8 | UInt32(lengthBytes[2]) << 16 | UInt32(lengthBytes[3]) << 24)
         guard length <= limit else { return nil }
         if length == 0 { return "" }
-        let oneByte = type & layout.encodingMask == layout.oneByteTag
+        let oneByte = type & layout.strings.encodingMask == layout.strings.oneByteTag
         func decode(_ address: UInt64) -> String? {
             guard let bytes = memory.bytes(address, oneByte ? length : 2 * length) else { return nil }
             if oneByte { return String(decoding: bytes.map { UInt16($0) }, as: UTF16.self) }
             let units = stride(from: 0, to: bytes.count, by: 2).map { UInt16(bytes[$0]) | UInt16(bytes[$0 + 1]) << 8 }
             return String(decoding: units, as: UTF16.self)
         }
-        switch type & layout.representationMask {
-        case layout.seqTag:
-            return decode(object &- 1 &+ UInt64(oneByte ? layout.seqOneByteChars : layout.seqTwoByteChars))
-        case layout.consTag:
-            guard let first = field(object, layout.consFirst).flatMap({ string($0, limit: limit, depth: depth + 1) }),
-                let second = field(object, layout.consSecond).flatMap({ string($0, limit: limit, depth: depth + 1) })
+        switch type & layout.strings.representationMask {
+        case layout.strings.seqTag:
+            return decode(object &- 1 &+ UInt64(oneByte ? layout.strings.seqOneByteChars : layout.strings.seqTwoByteChars))
+        case layout.strings.consTag:
+            guard let first = field(object, layout.strings.consFirst).flatMap({ string($0, limit: limit, depth: depth + 1) }),
+                let second = field(object, layout.strings.consSecond).flatMap({ string($0, limit: limit, depth: depth + 1) })
             else { return nil }
             return first + second
-        case layout.thinTag:
-            return field(object, layout.thinActual).flatMap { string($0, limit: limit, depth: depth + 1) }
-        case layout.slicedTag:
-            guard let offset = smi(field(object, layout.slicedOffset)), offset >= 0,
-                let parent = field(object, layout.slicedParent).flatMap({ string($0, limit: limit &+ offset &+ length, depth: depth + 1) })
+        case layout.strings.thinTag:
+            return field(object, layout.strings.thinActual).flatMap { string($0, limit: limit, depth: depth + 1) }
+        case layout.strings.slicedTag:
+            guard let offset = smi(field(object, layout.strings.slicedOffset)), offset >= 0,
+                let parent = field(object, layout.strings.slicedParent).flatMap({ string($0, limit: limit &+ offset &+ length, depth: depth + 1) })
             else { return nil }
             let units = Array(parent.utf16)
             guard offset + length <= units.count else { return nil }
             return String(decoding: units[offset..<offset + length], as: UTF16.self)
-        case layout.externalTag:
+        case layout.strings.externalTag:
             // Bit 4 marks an uncached external string: its characters are only behind the
             // embedder's resource object, whose layout is not V8's.
-            guard type & 0x10 == 0, let data = field(object, layout.externalResource + 8) else { return nil }
+            guard type & 0x10 == 0, let data = field(object, layout.strings.externalResource + 8) else { return nil }
             return decode(data)
         default:
             return nil

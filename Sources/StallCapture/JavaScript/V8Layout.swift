@@ -22,36 +22,45 @@ struct V8Layout: Sendable, Equatable {
     var sharedFunctionData: Int?
     var sharedType: Int
     var scopeInfoType: Int
-    var scriptType: Int
-    var fixedArrayType: Int
     var uncompiledDataTypes: ClosedRange<Int>?
     var uncompiledInferredName: Int
     var uncompiledStartPosition: Int
     var scopeInfoContextLocals: Int
     var scopeInfoFirstVariables: Int
-    var scriptName: Int
-    var scriptSource: Int
-    var scriptLineEnds: Int
-    var fixedArrayLength: Int
-    var fixedArrayData: Int
-    var stringLength: Int
-    var seqOneByteChars: Int
-    var seqTwoByteChars: Int
-    var consFirst: Int
-    var consSecond: Int
-    var slicedParent: Int
-    var slicedOffset: Int
-    var thinActual: Int
-    var externalResource: Int
-    var firstNonStringType: Int
-    var representationMask: Int
-    var encodingMask: Int
-    var oneByteTag: Int
-    var seqTag: Int
-    var consTag: Int
-    var externalTag: Int
-    var slicedTag: Int
-    var thinTag: Int
+    /// Where a Script keeps its name, source and line ends (a FixedArray of Smis).
+    var script: Script
+    struct Script: Sendable, Equatable {
+        var scriptType: Int
+        var scriptName: Int
+        var scriptSource: Int
+        var scriptLineEnds: Int
+        var fixedArrayType: Int
+        var fixedArrayLength: Int
+        var fixedArrayData: Int
+    }
+    /// How a String is laid out: its length, each representation's fields and the
+    /// instance-type bits that tell the representations and encodings apart.
+    var strings: Strings
+    struct Strings: Sendable, Equatable {
+        var stringLength: Int
+        var seqOneByteChars: Int
+        var seqTwoByteChars: Int
+        var consFirst: Int
+        var consSecond: Int
+        var slicedParent: Int
+        var slicedOffset: Int
+        var thinActual: Int
+        var externalResource: Int
+        var firstNonStringType: Int
+        var representationMask: Int
+        var encodingMask: Int
+        var oneByteTag: Int
+        var seqTag: Int
+        var consTag: Int
+        var externalTag: Int
+        var slicedTag: Int
+        var thinTag: Int
+    }
     /// Where an interpreted frame keeps its BytecodeArray and the offset of the bytecode it
     /// is at (a Smi, counted from the array's tagged address), and how that offset maps to a
     /// source position: nil when the binary does not say (the line is then the definition's).
@@ -168,8 +177,6 @@ struct V8Layout: Sendable, Equatable {
         sharedFunctionData = constant("class_SharedFunctionInfo__function_data__Object")
         self.sharedType = sharedType
         self.scopeInfoType = scopeInfoType
-        self.scriptType = scriptType
-        self.fixedArrayType = fixedArrayType
         if let first = constant(
             "type_UncompiledDataWithoutPreparseData__UNCOMPILED_DATA_WITHOUT_PREPARSE_DATA_TYPE",
             "type_UncompiledDataWithPreparseData__UNCOMPILED_DATA_WITH_PREPARSE_DATA_TYPE"),
@@ -182,29 +189,33 @@ struct V8Layout: Sendable, Equatable {
         self.uncompiledStartPosition = uncompiledStartPosition
         self.scopeInfoContextLocals = scopeInfoContextLocals
         self.scopeInfoFirstVariables = scopeInfoFirstVariables
-        self.scriptName = scriptName
-        self.scriptSource = scriptSource
-        self.scriptLineEnds = scriptLineEnds
-        self.fixedArrayLength = fixedArrayLength
-        self.fixedArrayData = fixedArrayData
-        self.stringLength = stringLength
-        self.seqOneByteChars = seqOneByteChars
-        self.seqTwoByteChars = seqTwoByteChars
-        self.consFirst = consFirst
-        self.consSecond = consSecond
-        self.slicedParent = slicedParent
-        self.slicedOffset = slicedOffset
-        self.thinActual = thinActual
-        self.externalResource = externalResource
-        self.firstNonStringType = firstNonStringType
-        self.representationMask = representationMask
-        self.encodingMask = encodingMask
-        self.oneByteTag = oneByteTag
-        self.seqTag = seqTag
-        self.consTag = consTag
-        self.externalTag = externalTag
-        self.slicedTag = slicedTag
-        self.thinTag = thinTag
+        script = Script(
+            scriptType: scriptType,
+            scriptName: scriptName,
+            scriptSource: scriptSource,
+            scriptLineEnds: scriptLineEnds,
+            fixedArrayType: fixedArrayType,
+            fixedArrayLength: fixedArrayLength,
+            fixedArrayData: fixedArrayData)
+        strings = Strings(
+            stringLength: stringLength,
+            seqOneByteChars: seqOneByteChars,
+            seqTwoByteChars: seqTwoByteChars,
+            consFirst: consFirst,
+            consSecond: consSecond,
+            slicedParent: slicedParent,
+            slicedOffset: slicedOffset,
+            thinActual: thinActual,
+            externalResource: externalResource,
+            firstNonStringType: firstNonStringType,
+            representationMask: representationMask,
+            encodingMask: encodingMask,
+            oneByteTag: oneByteTag,
+            seqTag: seqTag,
+            consTag: consTag,
+            externalTag: externalTag,
+            slicedTag: slicedTag,
+            thinTag: thinTag)
         scopeInfoFixedPosition = scopeInfoFirstVariables == 5
         refusal = nil
         if let frameBytecodeArray = constant("off_fp_bytecode_array"), let frameBytecodeOffset = constant("off_fp_bytecode_offset"),

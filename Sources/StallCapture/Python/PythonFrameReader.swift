@@ -272,8 +272,8 @@ public final class PythonFrameReader {
         let fields = [layout.codeFilename, layout.codeName, layout.codeQualname, layout.codeLinetable, layout.codeFirstLineNumber]
         let size = Int(fields.max()! + 8)
         guard address & 7 == 0, let block = memory.bytes(address, size) else { return nil }
-        if let codeType, TargetReader.word(block, layout.objectType) != codeType { return nil }
-        let header = fields.map { TargetReader.word(block, $0) } + [TargetReader.word(block, layout.objectType)]
+        if let codeType, TargetReader.word(block, layout.objects.objectType) != codeType { return nil }
+        let header = fields.map { TargetReader.word(block, $0) } + [TargetReader.word(block, layout.objects.objectType)]
         if let cached = codeCache[address], cached.header == header { return cached }
         guard let name = string(TargetReader.word(block, layout.codeName), layout: layout),
             let file = string(TargetReader.word(block, layout.codeFilename), layout: layout)
@@ -290,17 +290,17 @@ public final class PythonFrameReader {
     /// A compact str object's text (what code objects hold), cut at `maxStringLength`
     /// characters; nil when the object is not a str or its header is implausible.
     func string(_ address: UInt64, layout: PythonLayout) -> String? {
-        guard address != 0, address & 7 == 0, let header = memory.bytes(address, Int(layout.compactObjectSize)) else { return nil }
-        if let unicodeType, TargetReader.word(header, layout.objectType) != unicodeType { return nil }
-        let state = UInt32(truncatingIfNeeded: TargetReader.word(header, layout.unicodeState))
+        guard address != 0, address & 7 == 0, let header = memory.bytes(address, Int(layout.objects.compactObjectSize)) else { return nil }
+        if let unicodeType, TargetReader.word(header, layout.objects.objectType) != unicodeType { return nil }
+        let state = UInt32(truncatingIfNeeded: TargetReader.word(header, layout.objects.unicodeState))
         let kind = Int((state >> 2) & 7)
         let compact = (state >> 5) & 1 == 1
         let ascii = (state >> 6) & 1 == 1
-        let length = Int64(bitPattern: TargetReader.word(header, layout.unicodeLength))
+        let length = Int64(bitPattern: TargetReader.word(header, layout.objects.unicodeLength))
         guard compact, [1, 2, 4].contains(kind), length >= 0, length < 1 << 30 else { return nil }
         let count = Int(min(length, Int64(PythonFrameReader.maxStringLength)))
         if count == 0 { return "" }
-        let data = address &+ (ascii ? layout.asciiObjectSize : layout.compactObjectSize)
+        let data = address &+ (ascii ? layout.objects.asciiObjectSize : layout.objects.compactObjectSize)
         guard let raw = memory.bytes(data, count * kind) else { return nil }
         var scalars = String.UnicodeScalarView()
         for index in 0..<count {
@@ -316,11 +316,11 @@ public final class PythonFrameReader {
     /// A bytes object's contents (the line table), nil past `maxLineTableBytes`: a truncated
     /// or corrupt table gives the function's first line, not a wrong one.
     private func bytes(_ address: UInt64, layout: PythonLayout) -> [UInt8]? {
-        guard address != 0, address & 7 == 0, let header = memory.bytes(address, Int(layout.bytesData)) else { return nil }
-        if let bytesType, TargetReader.word(header, layout.objectType) != bytesType { return nil }
-        let size = Int64(bitPattern: TargetReader.word(header, layout.bytesSize))
+        guard address != 0, address & 7 == 0, let header = memory.bytes(address, Int(layout.objects.bytesData)) else { return nil }
+        if let bytesType, TargetReader.word(header, layout.objects.objectType) != bytesType { return nil }
+        let size = Int64(bitPattern: TargetReader.word(header, layout.objects.bytesSize))
         guard size >= 0, size <= Int64(PythonFrameReader.maxLineTableBytes) else { return nil }
         if size == 0 { return [] }
-        return memory.bytes(address &+ layout.bytesData, Int(size))
+        return memory.bytes(address &+ layout.objects.bytesData, Int(size))
     }
 }

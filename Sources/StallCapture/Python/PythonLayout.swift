@@ -40,14 +40,17 @@ public struct PythonLayout: Sendable, Equatable {
     var codeLinetable: UInt64
     var codeFirstLineNumber: UInt64
     var codeAdaptive: UInt64
-    // PyObject, PyASCIIObject, PyBytesObject
-    var objectType: UInt64 = 8
-    var unicodeState: UInt64 = 32
-    var unicodeLength: UInt64 = 16
-    var asciiObjectSize: UInt64
-    var compactObjectSize: UInt64
-    var bytesSize: UInt64 = 16
-    var bytesData: UInt64 = 32
+    var objects: Objects
+    /// PyObject, PyASCIIObject, PyBytesObject: how a name or a line table is read.
+    struct Objects: Sendable, Equatable {
+        var objectType: UInt64 = 8
+        var unicodeState: UInt64 = 32
+        var unicodeLength: UInt64 = 16
+        var asciiObjectSize: UInt64
+        var compactObjectSize: UInt64
+        var bytesSize: UInt64 = 16
+        var bytesData: UInt64 = 32
+    }
 
     /// `FRAME_OWNED_BY_CSTACK` (3.12+): the entry shim, not a Python function.
     static let ownedByCStack: UInt8 = 3
@@ -69,14 +72,14 @@ public struct PythonLayout: Sendable, Equatable {
                 threadNativeID: 160, threadFrame: 56, cframeCurrentFrame: 8, framePrevious: 48, frameCode: 32,
                 frameInstruction: 56, frameOwner: 69, frameIsEntry: 68, instructionIsPrevious: true,
                 codeFilename: 112, codeName: 120, codeQualname: 128, codeLinetable: 136, codeFirstLineNumber: 72,
-                codeAdaptive: 184, asciiObjectSize: 48, compactObjectSize: 72)
+                codeAdaptive: 184, objects: Objects(asciiObjectSize: 48, compactObjectSize: 72))
         case 12:
             return PythonLayout(
                 major: 3, minor: 12, runtimeInterpretersHead: 40, interpreterThreadsHead: 72, threadNext: 8,
                 threadNativeID: 144, threadFrame: 56, cframeCurrentFrame: 0, framePrevious: 8, frameCode: 0,
                 frameInstruction: 56, frameOwner: 70, frameIsEntry: nil, instructionIsPrevious: true,
                 codeFilename: 112, codeName: 120, codeQualname: 128, codeLinetable: 136, codeFirstLineNumber: 68,
-                codeAdaptive: 192, asciiObjectSize: 40, compactObjectSize: 56)
+                codeAdaptive: 192, objects: Objects(asciiObjectSize: 40, compactObjectSize: 56))
         default:
             return nil
         }
@@ -100,8 +103,10 @@ public struct PythonLayout: Sendable, Equatable {
             framePrevious: word(232), frameCode: word(240), frameInstruction: word(248), frameOwner: word(264),
             frameIsEntry: nil, frameFirstLocal: word(256), instructionIsPrevious: false, codeFilename: word(280), codeName: word(288),
             codeQualname: word(296), codeLinetable: word(304), codeFirstLineNumber: word(312),
-            codeAdaptive: word(344), objectType: word(360), unicodeState: word(544), unicodeLength: word(552),
-            asciiObjectSize: word(560), compactObjectSize: word(560) + 16, bytesSize: word(520), bytesData: word(528))
+            codeAdaptive: word(344),
+            objects: Objects(
+                objectType: word(360), unicodeState: word(544), unicodeLength: word(552), asciiObjectSize: word(560),
+                compactObjectSize: word(560) + 16, bytesSize: word(520), bytesData: word(528)))
         // Each offset must lie inside the struct whose size the block gives, and the sizes must
         // be plausible: otherwise the block is corrupt or foreign.
         let sizes = (runtime: word(24), interpreter: word(48), thread: word(152), frame: word(224), code: word(272))
@@ -121,7 +126,7 @@ public struct PythonLayout: Sendable, Equatable {
             layout.runtimeInterpretersHead, layout.interpreterThreadsHead, layout.threadNext, layout.threadNativeID,
             layout.threadFrame, layout.framePrevious, layout.frameCode, layout.frameInstruction, layout.frameOwner,
             layout.codeFilename, layout.codeName, layout.codeQualname, layout.codeLinetable,
-            layout.codeFirstLineNumber, layout.codeAdaptive, layout.asciiObjectSize,
+            layout.codeFirstLineNumber, layout.codeAdaptive, layout.objects.asciiObjectSize,
         ]
         guard all.allSatisfy({ $0 < 1 << 24 }) else { return (nil, (major, minor), false) }
         return (layout, (major, minor), false)

@@ -499,7 +499,7 @@ public final class HostAgent {
             slot.stalls += 1
             metrics?.stallFinished(target: slot.spec.label, key: "\(monitor.inspector.pid):\(report.id)")
             metrics?.recordStall(
-                target: slot.spec.label, reason: stall.reason, duration: stall.duration, fingerprint: report.fingerprint,
+                target: slot.spec.label, reason: stall.reason, duration: stall.duration, fingerprint: report.recurrence.fingerprint,
                 culprit: report.culpritName)
             emit(event, slot: slot, monitor: monitor, text: message)
             notifier.status(statusLine())

@@ -51,7 +51,7 @@ public enum StallJournalEntry {
             ("STALLAGENT_STALL_ID", String(report.id)),
             ("STALLAGENT_PID", String(report.process.pid)),
             ("STALLAGENT_PROCESS", processName),
-            ("STALLAGENT_DURATION_SEC", String(format: "%.3f", report.durationSeconds)),
+            ("STALLAGENT_DURATION_SEC", String(format: "%.3f", report.span.durationSeconds)),
             ("STALLAGENT_PHASE", report.phase),
         ]
         if let target {
@@ -65,7 +65,7 @@ public enum StallJournalEntry {
         }
         // What groups one bug across hosts and restarts (`journalctl STALLAGENT_FINGERPRINT=…`),
         // and which build it was seen in.
-        fields.append(("STALLAGENT_FINGERPRINT", report.fingerprint))
+        fields.append(("STALLAGENT_FINGERPRINT", report.recurrence.fingerprint))
         if let buildID = report.process.buildId { fields.append(("STALLAGENT_BUILD_ID", buildID)) }
         if let stack = folded(report.heaviestStack?.frames ?? []) { fields.append(("STALLAGENT_STACK", stack)) }
         // journald attaches the target's unit and cgroup metadata to the entry for this pid,

@@ -62,6 +62,6 @@ struct FinalReportRetry {
     static func abandonedMessage(_ entry: Pending) -> String {
         let stale = entry.stale.map { "\($0.text) still shows it ongoing" } ?? "no report of it was written"
         return "stallagent: warning: the final report of stall #\(entry.id) could not be written "
-            + "(\(entry.error)): \(stale); it ended after \(Format.seconds(entry.report.durationSeconds))"
+            + "(\(entry.error)): \(stale); it ended after \(Format.seconds(entry.report.span.durationSeconds))"
     }
 }

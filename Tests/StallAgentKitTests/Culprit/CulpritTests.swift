@@ -81,7 +81,7 @@ import Testing
         guard files.count == 1 else { throw NativeFixtureError.failed("\(files.count) reports: \(result.stderr)") }
         let report = try JSONDecoder().decode(StallReport.self, from: Data(contentsOf: URL(fileURLWithPath: reports + "/" + files[0])))
         #expect(report.culpritName == "handle", "\(result.stderr)")
-        return report.fingerprint
+        return report.recurrence.fingerprint
     }
 
     @Test func theSameLineIsOneFingerprintAnywhere() throws {
@@ -112,7 +112,7 @@ import Testing
     static func fingerprints(in directory: String) -> [String] {
         let files = ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []).filter { $0.hasSuffix(".json") }
         return files.compactMap {
-            try? JSONDecoder().decode(StallReport.self, from: Data(contentsOf: URL(fileURLWithPath: directory + "/" + $0))).fingerprint
+            try? JSONDecoder().decode(StallReport.self, from: Data(contentsOf: URL(fileURLWithPath: directory + "/" + $0))).recurrence.fingerprint
         }
     }
 

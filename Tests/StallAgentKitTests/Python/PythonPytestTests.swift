@@ -96,11 +96,11 @@ import Testing
         #expect(report.reason.name == "blocked", "\(result.stderr)")
         // Ended by the exit, or by a sample of the interpreter's finalisation just before it:
         // either way not a death.
-        #expect(report.ending == "targetExited" || report.ending == "returnedToIdle", "\(result.stderr)")
+        #expect(report.span.ending == "targetExited" || report.span.ending == "returnedToIdle", "\(result.stderr)")
         #expect(report.culpritFrame?.function == "flush_cache", "\(result.stderr)")
         // ±10 % (issue 25), beside two CPU hogs and two other test lanes too: the module body is
         // not the work, and the sleep is dated from the thread's schedstat counters.
-        #expect(report.durationSeconds > 1.6 * 0.9 && report.durationSeconds < 1.6 * 1.1, "\(report.durationSeconds)")
+        #expect(report.span.durationSeconds > 1.6 * 0.9 && report.span.durationSeconds < 1.6 * 1.1, "\(report.span.durationSeconds)")
         #expect(!result.stderr.contains("died"), "\(result.stderr)")
     }
 
@@ -131,6 +131,6 @@ import Testing
         #expect(report.reason.name == "blocked", "\(result.stderr)")
         let names = report.heaviestStack?.frames.compactMap(\.function) ?? []
         #expect(names.contains { $0.hasSuffix("join") } && names.contains("test_join"), "\(names)")
-        #expect(report.durationSeconds > 1.6 && report.durationSeconds < 2.3, "\(report.durationSeconds)")
+        #expect(report.span.durationSeconds > 1.6 && report.span.durationSeconds < 2.3, "\(report.span.durationSeconds)")
     }
 }

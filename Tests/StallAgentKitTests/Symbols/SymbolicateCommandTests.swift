@@ -94,7 +94,7 @@ import Glibc
         #expect(result.stdout.contains("symbolicated"))
         let after = try report(json)
         #expect(DebugFileTests().summary(moduleFrames(after)) == online)
-        #expect(after.fingerprint == before.fingerprint)
+        #expect(after.recurrence.fingerprint == before.recurrence.fingerprint)
         #expect(after.callTree.first(function: "process_requests") != nil)
         let rendered = try String(contentsOfFile: text, encoding: .utf8)
         #expect(rendered.contains("wait_for_input [inlined] (debuginfo.c:"))

@@ -24,10 +24,10 @@ import Glibc
             var copy = real[index % real.count]
             copy.report.id = index + 1
             copy.report.process.pid = Int32(1000 + index % 8)
-            copy.report.fingerprint = String(format: "%016lx", 0xabc0 + index % 40)
-            copy.report.occurrence = 1 + index / 40
-            copy.report.startTime = origin.addingTimeInterval(Double(index) * 25 + Double(index % 7))
-            copy.report.endTime = copy.report.startTime.addingTimeInterval(copy.report.durationSeconds)
+            copy.report.recurrence.fingerprint = String(format: "%016lx", 0xabc0 + index % 40)
+            copy.report.recurrence.occurrence = 1 + index / 40
+            copy.report.span.startTime = origin.addingTimeInterval(Double(index) * 25 + Double(index % 7))
+            copy.report.span.endTime = copy.report.span.startTime.addingTimeInterval(copy.report.span.durationSeconds)
             reports.append(copy)
         }
         let started = Date()

@@ -99,10 +99,10 @@ import Testing
         let reports = harness.sink.reports
         let first = try #require(reports.first)
         let last = try #require(reports.last)
-        #expect(first.ongoing && !last.ongoing)
+        #expect(first.span.ongoing && !last.span.ongoing)
         #expect(reports.allSatisfy { $0.id == 1 && $0.process.name == "app" && $0.hostname == "box" })
         #expect(last.reason == .hang)
-        #expect(abs(last.durationSeconds - 1.5) <= 0.011, "\(last.durationSeconds)")
+        #expect(abs(last.span.durationSeconds - 1.5) <= 0.011, "\(last.span.durationSeconds)")
         #expect(last.culpritName == "compute")
         #expect(harness.sink.finished == [1])
         let summary = harness.watch.summary
@@ -142,9 +142,9 @@ import Testing
         harness.run(harness.nestedWait(in: "pg_sleep"), for: 2)
         harness.run(harness.home("ServerLoop"), for: 0.3)
         let last = try #require(harness.sink.reports.last)
-        #expect(!last.ongoing)
+        #expect(!last.span.ongoing)
         #expect(last.reason == .blocked)
-        #expect(abs(last.durationSeconds - 2) <= 0.011, "\(last.durationSeconds)")
+        #expect(abs(last.span.durationSeconds - 2) <= 0.011, "\(last.span.durationSeconds)")
         #expect(last.culpritName == "pg_sleep")
         #expect(harness.watch.summary.stalls.count == 1)
     }
@@ -175,7 +175,7 @@ import Testing
         #expect(harness.watch.finished)
         #expect(harness.watch.summary.targetExited)
         let last = try #require(harness.sink.reports.last)
-        #expect(!last.ongoing)
+        #expect(!last.span.ongoing)
         #expect(harness.watch.summary.stalls.count == 1)
         #expect(!harness.watch.step(at: 2), "a finished watch is not stepped")
     }

@@ -108,7 +108,7 @@ struct StallReportJSONRendererTests {
         #expect(decoded.binaryImages == report.binaryImages)
         #expect(decoded.stateBreakdown == report.stateBreakdown)
         #expect(decoded.process == report.process)
-        #expect(abs(decoded.startTime.timeIntervalSince(report.startTime)) < 0.001)
+        #expect(abs(decoded.span.startTime.timeIntervalSince(report.span.startTime)) < 0.001)
         #expect(decoded.description == report.description)
         // Re-encoding what was read gives the same document.
         #expect(try StallReportJSONRenderer.render(decoded) == data)

@@ -21,18 +21,18 @@ struct StallReportTests {
         #expect(report.reason == .hang)
         #expect(report.cause == .hang)
         #expect(report.phase == "loop")
-        #expect(report.ongoing == false)
-        #expect(report.ending == "returnedToIdle")
-        #expect(abs(report.durationSeconds - 1.5) < 1e-9)
-        #expect(report.thresholdSeconds == 1.0)
+        #expect(report.span.ongoing == false)
+        #expect(report.span.ending == "returnedToIdle")
+        #expect(abs(report.span.durationSeconds - 1.5) < 1e-9)
+        #expect(report.span.thresholdSeconds == 1.0)
         #expect(report.samples.count == snapshot.sampleCount)
         #expect(report.samples.intervalSeconds == 0.05)
         #expect(report.samples.dropped == 0)
         #expect(abs(report.stateBreakdown.onCPU.fraction - 1) < 1e-9)
-        #expect(report.fingerprint == snapshot.fingerprint)
-        #expect(report.occurrence == 1)
-        #expect(report.startTime.timeIntervalSince1970 == snapshot.startTime + F.wallClockOffset)
-        #expect(report.endTime.timeIntervalSince1970 == snapshot.endTime + F.wallClockOffset)
+        #expect(report.recurrence.fingerprint == snapshot.fingerprint)
+        #expect(report.recurrence.occurrence == 1)
+        #expect(report.span.startTime.timeIntervalSince1970 == snapshot.startTime + F.wallClockOffset)
+        #expect(report.span.endTime.timeIntervalSince1970 == snapshot.endTime + F.wallClockOffset)
         #expect(report.description == "main thread busy on CPU for 1.50 s (threshold 1.00 s), not terminated")
     }
 
@@ -59,8 +59,8 @@ struct StallReportTests {
 
     @Test func ongoingStallSaysSo() {
         let report = StallReport(snapshot: F.hangStarted(), context: F.context())
-        #expect(report.ongoing)
-        #expect(report.ending == nil)
+        #expect(report.span.ongoing)
+        #expect(report.span.ending == nil)
         #expect(report.description.hasPrefix("main thread busy on CPU for 1."))
         #expect(report.description.hasSuffix("(threshold 1.00 s), ongoing"))
     }
@@ -83,7 +83,7 @@ struct StallReportTests {
         let report = StallReport(snapshot: F.deadlocked(), context: F.context(lockOwner: owner))
         #expect(report.reason == .deadlock)
         #expect(report.deadlock)
-        #expect(report.ongoing)
+        #expect(report.span.ongoing)
         #expect(
             report.description
                 == "main thread deadlocked with thread 1235 \"holder\" (wait-for cycle 1234 → 1235 → 1234) for 1.29 s (threshold 1.00 s), ongoing"
@@ -96,7 +96,7 @@ struct StallReportTests {
             context: F.context(termination: "terminated by stallagent with SIGABRT after 1.60 s"))
         #expect(report.reason == .died)
         #expect(report.cause == .hang)
-        #expect(report.ending == "targetDied")
+        #expect(report.span.ending == "targetDied")
         #expect(report.termination == "terminated by stallagent with SIGABRT after 1.60 s")
         #expect(
             report.description

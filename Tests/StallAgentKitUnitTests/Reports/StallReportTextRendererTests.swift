@@ -20,7 +20,7 @@ struct StallReportTextRendererTests {
         #expect(text.contains("Process:             stall-fixtures [1234]"))
         #expect(text.contains("Path:                /opt/app/bin/app"))
         #expect(text.contains("Build ID:            9f1cabcdef"))
-        #expect(text.contains("Date/Time:           " + ReportTime.human(report.startTime)))
+        #expect(text.contains("Date/Time:           " + ReportTime.human(report.span.startTime)))
         #expect(text.contains("Termination Reason:  Namespace STALLAGENT, Code 0x8badf00d (hang)"))
         #expect(text.contains("Description:         main thread busy on CPU for 1.50 s (threshold 1.00 s), not terminated"))
         #expect(text.contains("Duration:            1.50 s          Duration Sampled: 1.45 s (30 samples, 50 ms interval)"))
@@ -59,7 +59,8 @@ struct StallReportTextRendererTests {
         #expect(text[start + 2] == "Thread 1 Lock Owner:: holder [tid 1235]")
         #expect(text[start + 3].contains("clock_nanosleep + 16"))
         #expect(text[start + 4].contains("hold_lock + 17 (hold_lock.c:101)"))
-        #expect(text.contains("End Time:            " + ReportTime.human(StallReport(snapshot: F.deadlocked(), context: F.context()).endTime) + " (ongoing)"))
+        #expect(
+            text.contains("End Time:            " + ReportTime.human(StallReport(snapshot: F.deadlocked(), context: F.context()).span.endTime) + " (ongoing)"))
         #expect(text.contains { $0.hasPrefix("Main Thread:         lock wait 100 %") })
     }
 

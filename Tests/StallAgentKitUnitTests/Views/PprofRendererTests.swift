@@ -38,7 +38,7 @@ struct PprofRendererTests {
             #expect(labels["target"] == "stall-fixtures [1234]")
             let report = try #require(fixtures.first { "\($0.report.process.pid)#\($0.report.id)" == labels["stall"] }).report
             #expect(labels["reason"] == report.reason.name && labels["code"] == report.reason.hexCode)
-            #expect(labels["fingerprint"] == report.fingerprint)
+            #expect(labels["fingerprint"] == report.recurrence.fingerprint)
             folded[names.joined(separator: ";"), default: 0] += Int(sample.value[0])
         }
         let expected = fixtures.compactMap(\.folded).joined().split(separator: "\n").map { line -> (String, Int) in

@@ -74,12 +74,12 @@ struct LoopHealthTests {
         let report = fixtures[0].report
         let samples = (1...3).map { index in
             LoopHealthSample(
-                time: report.startTime.addingTimeInterval(Double(index)), seconds: 1, pid: report.process.pid, name: report.process.name,
+                time: report.span.startTime.addingTimeInterval(Double(index)), seconds: 1, pid: report.process.pid, name: report.process.name,
                 hostname: report.hostname, turns: UInt64(100 * index), busySeconds: 0.25 * Double(index), longestTurnSeconds: 0.01,
                 evidence: "kernel counter")
         }
         let idle = LoopHealthSample(
-            time: report.startTime, seconds: 1, pid: 999, name: "quiet", hostname: report.hostname, turns: 50, busySeconds: 0,
+            time: report.span.startTime, seconds: 1, pid: 999, name: "quiet", hostname: report.hostname, turns: 50, busySeconds: 0,
             longestTurnSeconds: 0)
         let encoder = JSONEncoder()
         var text = try (samples + [idle]).map { String(decoding: try encoder.encode($0), as: UTF8.self) }.joined(separator: "\n")

@@ -17,8 +17,8 @@ enum ViewFixtures {
         let lockSnapshot = ReportFixtures.lockEnded()
         var lock = StallReport(snapshot: lockSnapshot, context: ReportFixtures.context(lockOwner: ReportFixtures.holder))
         lock.id = 2
-        lock.startTime = hang.endTime.addingTimeInterval(3)
-        lock.endTime = lock.startTime.addingTimeInterval(lock.durationSeconds)
+        lock.span.startTime = hang.span.endTime.addingTimeInterval(3)
+        lock.span.endTime = lock.span.startTime.addingTimeInterval(lock.span.durationSeconds)
         return [
             (hang, FoldedStackRenderer.render(hangSnapshot) { $0.function }),
             (lock, FoldedStackRenderer.render(lockSnapshot) { $0.function }),

@@ -27,10 +27,10 @@ import StallReports
             paths.stem = "stall-\(report.id)"
             switch answer {
             case .written:
-                writes.append((report.id, report.ongoing, folded != nil, stem))
+                writes.append((report.id, report.span.ongoing, folded != nil, stem))
                 return paths
             case .withoutFormats(let failures):
-                writes.append((report.id, report.ongoing, folded != nil, stem))
+                writes.append((report.id, report.span.ongoing, folded != nil, stem))
                 throw ReportWriteError.formatsFailed(paths: paths, failures: failures)
             case .refused:
                 throw DiskFull()

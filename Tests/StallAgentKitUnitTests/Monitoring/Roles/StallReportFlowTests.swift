@@ -97,8 +97,8 @@ import StallSymbols
 
         let reports = harness.sink.reports
         #expect(reports.count >= 2)
-        #expect(reports.first?.ongoing == true)
-        #expect(reports.last?.ongoing == false)
+        #expect(reports.first?.span.ongoing == true)
+        #expect(reports.last?.span.ongoing == false)
         #expect(reports.allSatisfy { $0.id == 1 && $0.hostname == "box" && $0.process.name == "app" })
         #expect(reports.last?.binaryImages.map(\.name) == ["app"])
         #expect(reports.last?.agent.probeIntervalSeconds == 0.01)
