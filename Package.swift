@@ -129,13 +129,31 @@ let package = Package(
         // The pure detection core's tests: they can import StallDetection and its support, nothing
         // that reads a clock, a file or a process.
         .testTarget(name: "StallDetectionTests", dependencies: ["StallDetection", "DetectionTestSupport"]),
-        // Pure and fast: reports, parsers, settings files, the roles on fakes; no process is started.
+        // One test target per library target, each depending on its target and what that target
+        // depends on (and test support): pure and fast, no process is started.
+        .testTarget(name: "StallProcTests", dependencies: ["StallProc"]),
+        .testTarget(name: "StallCaptureTests", dependencies: ["StallCapture", "StallProc", "StallSymbols"]),
         .testTarget(
-            name: "StallAgentKitUnitTests",
+            name: "StallReportsTests",
             dependencies: [
-                "StallDetection", "StallProc", "StallCapture", "StallSymbols", "StallReports", "StallMonitoring", "StallWrapper",
-                "StallHost",
-                "StallViews", "DetectionTestSupport", "ReportTestSupport",
+                "StallReports", "StallDetection", "StallProc", "StallCapture", "StallSymbols", "DetectionTestSupport",
+                "ReportTestSupport",
+            ]),
+        .testTarget(
+            name: "StallViewsTests",
+            dependencies: ["StallViews", "StallReports", "StallDetection", "ReportTestSupport"]),
+        // The roles and whole stalls on scripted fakes (Support/ScriptedThread, ScriptedProcess).
+        .testTarget(
+            name: "StallMonitoringTests",
+            dependencies: [
+                "StallMonitoring", "StallDetection", "StallProc", "StallCapture", "StallSymbols", "StallReports",
+                "ReportTestSupport",
+            ]),
+        // Config files, settings precedence, units' cgroups, journal fields, retention.
+        .testTarget(
+            name: "StallHostTests",
+            dependencies: [
+                "StallHost", "StallMonitoring", "StallWrapper", "StallReports", "StallCapture", "StallSymbols", "StallProc",
             ]),
         // Against real processes under real ptrace (fixtures, the agent binary, real programs).
         .testTarget(

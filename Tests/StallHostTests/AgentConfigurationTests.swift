@@ -7,7 +7,7 @@ import Testing
 
 @Suite struct AgentConfigurationTests {
     static let examplePath = URL(fileURLWithPath: #filePath)
-        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
         .appendingPathComponent("config/stallagent.yaml.example").path
 
     @Test func theShippedExampleParses() throws {
