@@ -168,13 +168,10 @@ import Glibc
         #expect(curl.stdout == "done\n", "\(curl.stderr)")
         // The stall has ended (the answer came back): SIGTERM ends the watch with its summary.
         usleep(500_000)
-        kill(watch.process.processIdentifier, SIGTERM)
-        let exit = watch.waitForExit(timeout: 30)
-        let stderr = watch.stderr
+        let (exit, stderr, text) = watch.finish(signal: SIGTERM, reports: reports)
         #expect(exit?.status == 0, "\(stderr)")
         #expect(stderr.contains("blocked") && stderr.contains(" in blockExec ("), "\(stderr)")
         #expect(stderr.contains("worst: #1 0xbaadca11 blocked"), "\(stderr)")
-        let text = try FileManager.default.contentsOfDirectory(atPath: reports).filter { $0.hasSuffix(".txt") }
         #expect(text.count == 1, "\(text)")
         let report = try text.first.map { try String(contentsOfFile: reports + "/" + $0, encoding: .utf8) } ?? ""
         // The line executing in the handler: the call to execSync.

@@ -133,22 +133,11 @@ import Glibc
         #expect(watch.waitFor("watching php-fpm8.2"), "\(watch.stderr)")
         #expect(watch.waitUntilIdle(), "\(watch.stderr)")
         usleep(1_000_000)
-        let load = try runCommand(URL(fileURLWithPath: "/usr/bin/ab"), ["-q", "-c", "20", "-t", "5", "-n", "10000000", url + "index.php"], timeout: 60)
-        #expect(load.stdout.contains("Failed requests:        0"), "\(load.stdout)")
-        usleep(500_000)
-        let healthy = watch.stderr
-        #expect(!healthy.contains("stall #"), "a report while healthy: \(healthy)")
-        #expect(try runCommand(curl, ["-s", "--max-time", "10", url + "slow.php"], timeout: 20).stdout == "slept")
-        usleep(500_000)
-        _ = try runCommand(curl, ["-s", "--max-time", "10", url + "spin.php"], timeout: 20)
-        usleep(1_000_000)
-        kill(watch.process.processIdentifier, SIGINT)
-        let exit = watch.waitForExit(timeout: 30)
-        let stderr = watch.stderr
+        try watch.drillServer(url: url, loadPath: "index.php", slowPath: "slow.php", spinPath: "spin.php")
+        let (exit, stderr, texts) = watch.finish(reports: reports)
         #expect(exit?.status == 0, "\(stderr)")
         #expect(stderr.contains("0xbaadca11 blocked") && stderr.contains(" in slow_handler"), "\(stderr)")
         #expect(stderr.contains(" in burn_cpu"), "\(stderr)")
-        let texts = (try? FileManager.default.contentsOfDirectory(atPath: reports).filter { $0.hasSuffix(".txt") }) ?? []
         #expect(texts.count == 2, "\(texts)\n\(stderr)")
         let all = try texts.map { try String(contentsOfFile: reports + "/" + $0, encoding: .utf8) }
         #expect(all.contains { $0.contains("Stall Frame:         slow_handler (php) [slow.php:3]") }, "\(all)")
