@@ -45,6 +45,12 @@ public struct DetectorConfiguration: Hashable, Codable, Sendable {
     /// as they go on holding while work under them comes and goes (docs/architecture.md, "The
     /// batch rule"). An exec starts the process afresh, and its first sample is start-up again.
     public var batchJoinedAfterStart = false
+    /// Batch rule: a first sample taken this long after the program started (`StallDetector.
+    /// noteProgramStart`) came late — a starved agent, its first probe held up — and may already
+    /// be inside the program's slow work (a script that sleeps 20 ms after its start): it is then
+    /// read as a process found after its start-up, not as start-up. Found at start, the agent
+    /// takes its first sample within milliseconds of the first probe.
+    public var batchLateFirstSample = 0.25
     /// Batch rule: samples that must hold the frame before it is a stall. Fewer than the loop's
     /// stack rule: no loop can fake a held frame here, only a runner frame, and those are
     /// excluded by `batchDispatcherFrames` and the first sample instead.

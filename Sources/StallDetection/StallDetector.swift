@@ -62,6 +62,9 @@ public struct StallDetector: Sendable {
     /// Batch rule: the first sample since the watch began is not start-up (see
     /// `DetectorConfiguration.batchJoinedAfterStart`); false after an exec.
     private var joinedAfterStart: Bool
+    /// When the watched program started (its process's birth, or the exec that began it), on
+    /// the observations' clock; nil when not told (see `noteProgramStart`).
+    private var programStart: Double?
     /// Batch rule: frames promoted to the runner's since start (for tests and reports).
     public private(set) var runnerFramesLearned = 0
     /// The process is known to have ended by its own exit (see `noteExit`).
@@ -354,6 +357,22 @@ public struct StallDetector: Sendable {
         activityChangesSinceSample = 0
         let observationBefore = observationAtBatchSample
         observationAtBatchSample = lastObservation
+        // A first sample that came late, or that finds a script's own code asleep in a call or
+        // on a lock, is not start-up: an interpreter's start-up (its imports, a runner's
+        // collection) runs. A script already in its slow call (`flush_cache` → `time.sleep`,
+        // entered 20 ms after its start, before the agent's first sample in 2 runs of 3 beside
+        // two CPU hogs) had that call taken for the runner's and never reported. Such a sample
+        // is read as a late-found process's: it teaches no runner frames. Not a compiled
+        // program's asleep: a C runner's first fast tests sleep too, and its first sample is
+        // what teaches its runner frames. One inside a test is read by the test (below).
+        let late = programStart.map { sample.time - $0 > configuration.batchLateFirstSample } ?? false
+        let scriptWaiting =
+            [.blockedCall, .lockWait].contains(sample.activity) && sample.frames.contains { $0.isInterpreted }
+        if outerFrames == nil, !joinedAfterStart, late || scriptWaiting,
+            !keys.contains(where: { Self.isTestFunction($0.function) })
+        {
+            joinedAfterStart = true
+        }
         if outerFrames == nil, joinedAfterStart { outerFrames = [] }
         guard var outer = outerFrames else {
             // A first sample already inside a test (the attach came late: a large
@@ -616,9 +635,17 @@ public struct StallDetector: Sendable {
         let events = endEpisode(at: time, ending: .returnedToIdle)
         outerFrames = nil
         joinedAfterStart = false
+        programStart = time
         lastSampleAttemptAnyEpisode = nil
         hasSeenIdle = !configuration.startsInLaunchPhase
         return events
+    }
+
+    /// The watched program started at `time` (its process's birth, known from /proc when the
+    /// watch began): a first batch sample much later than that came late
+    /// (`DetectorConfiguration.batchLateFirstSample`). An exec restarts the clock.
+    public mutating func noteProgramStart(at time: Double) {
+        programStart = time
     }
 
     /// A capture found the thread back in its loop's own wait, between two probes: the loop

@@ -25,6 +25,7 @@ struct MonitorParts {
         // Its age when the attach began, not after it: loading the modules' symbols can take
         // a second on a loaded machine, and a process attached to while young is launching.
         let age = StallMonitor.processAge(pid: pid)
+        let programStart = age.map { MonotonicTime.seconds() - $0 }
         var captureOptions = ThreadCapturer.Options()
         captureOptions.maxStackBytes = options.maxStackBytes
         inspector = try ProcessInspector(
@@ -54,7 +55,7 @@ struct MonitorParts {
             followUp: { report, jsonPath in
                 DebuginfodFollowUp.symbolicateWhenFetched(report, jsonPath: jsonPath, debugDirectories: debugDirectories)
             }, turnTracker: turnTracker, wakeUp: wakeUp, workers: WorkerDelegation(follower: WorkerThreadFollower(target: inspector)),
-            killPolicy: killPolicy, loopProbe: loopProbe, age: age, mainModule: { modules.mainModule?.name },
+            killPolicy: killPolicy, loopProbe: loopProbe, age: age, programStart: programStart, mainModule: { modules.mainModule?.name },
             readFrozen: { CgroupFreezer.isFrozen(pid: tid) })
         roles = ThreadWatch.Roles(
             options: options, fingerprints: fingerprints, joinedAfterStart: joinedAfterStart, resources: resources, log: log)

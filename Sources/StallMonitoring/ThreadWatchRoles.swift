@@ -41,6 +41,9 @@ extension ThreadWatch {
             var loopProbe: LoopProbeReader?
             /// The process's age when the attach began (nil: unknown).
             let age: Double?
+            /// When the process was born, on `clock` (nil: unknown): a batch watch's first sample
+            /// taken long after it came late (see `DetectorConfiguration.batchLateFirstSample`).
+            var programStart: Double? = nil
             /// The name of the program's main module (see `WatchStart`).
             let mainModule: () -> String?
             /// Whether the process's cgroup is frozen (see `ActivityClassifier`).
@@ -82,6 +85,7 @@ extension ThreadWatch {
                 detector: StallDetector(configuration: configuration), announcer: announcer, publisher: publisher,
                 killPolicy: resources.killPolicy, workers: workers, identity: identity, probeInterval: options.probeInterval,
                 stamp: resources.stamp)
+            if let start = resources.programStart { flow.update { $0.noteProgramStart(at: start) } }
             sampler = StackSampler(target: thread, symbolizer: sampleSymbolizer, workers: workers, flow: flow, log: log)
             observer = MainThreadObserver(
                 target: thread, waitSites: waitSites, activities: activities, flow: flow, workers: workers, wakeUp: wakeUp,

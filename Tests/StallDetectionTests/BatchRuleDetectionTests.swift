@@ -398,8 +398,9 @@ struct BatchRuleDetectionTests {
     }
 
     /// A batch process found after its start-up (`batchJoinedAfterStart`): its first sample,
-    /// already in a slow test, is timed as that test; found at start, the same sample would be
-    /// taken for start-up. Its end unseen (not the agent's child) keeps the reason
+    /// already in a slow test, is timed as that test; found at start, the same sample running
+    /// would be taken for start-up (asleep it would not: see
+    /// `aFirstSampleAlreadyInTheWorkIsNotTakenForStartUp`). Its end unseen (not the agent's child) keeps the reason
     /// (`targetEnded`); a known kill is a death.
     @Test func aProcessFoundLateHasItsFirstSampleTimed() throws {
         for (late, killed) in [(true, false), (true, true), (false, false)] {
@@ -410,10 +411,11 @@ struct BatchRuleDetectionTests {
             var events: [DetectorEvent] = []
             for tick in 0..<200 {
                 let now = Double(tick) * 0.01
-                events += d.observe(ThreadObservation(time: now, activity: .blockedCall, cpuNanos: 0))
+                let activity: ThreadActivity = late ? .blockedCall : .running
+                events += d.observe(ThreadObservation(time: now, activity: activity, cpuNanos: 0))
                 if d.wantsSample(at: now) {
                     let frames = Self.stack(Self.runner + ["sleepy_test", "nanosleep"])
-                    events += d.record(StackSample(time: now, activity: .blockedCall, frames: frames))
+                    events += d.record(StackSample(time: now, activity: activity, frames: frames))
                 }
             }
             if killed { d.noteKilled() }
@@ -429,6 +431,40 @@ struct BatchRuleDetectionTests {
             #expect(stall.ending == (killed ? .targetDied : .targetEnded))
             #expect(stall.reason == (killed ? .died : .blocked))
             #expect(stall.duration > 1.9)
+        }
+    }
+
+    /// A program with no test function, watched from its start, whose first sample finds its
+    /// slow call already under way: a script asleep in it (`flush_cache` → `time.sleep`, entered
+    /// before the agent's first sample) or running in it 0.3 s after the start (a starved agent).
+    /// Either is read as a process found late, and the call is one stall of its length, as long
+    /// as the watch saw it. Running 0.05 s after the start, or a compiled program asleep (a C
+    /// runner's first fast test), the same sample is start-up: no stall.
+    @Test func aFirstSampleAlreadyInTheWorkIsNotTakenForStartUp() throws {
+        var sleeping = Self.stack(["_start", "main", "<module>", "flush_cache", "sleep", "clock_nanosleep"])
+        // Innermost first: `flush_cache` and `<module>` are Python frames.
+        sleeping[2].language = "python"
+        sleeping[3].language = "python"
+        let spinning = Self.stack(["_start", "main", "<module>", "warm_cache", "hash_block"])
+        for (activity, frames, startedAgo, stall) in [
+            (ThreadActivity.blockedCall, sleeping, 0.005, true), (.running, spinning, 0.3, true), (.running, spinning, 0.05, false),
+            (.blockedCall, Self.stack(["_start", "main", "run_tests", "fast_test_1", "usleep"]), 0.005, false),
+        ] {
+            var d = detector()
+            d.noteProgramStart(at: 0.3 - startedAgo)
+            let (events, _) = drive(&d, ticks: 30..<190) { _ in (activity, frames) }
+            var all = events
+            all += d.observe(ThreadObservation(time: 1.9, activity: .gone, cpuNanos: 0))
+            let stalls = ended(all)
+            guard stall else {
+                #expect(stalls.isEmpty, "sampled at start-up: \(stalls.map(\.duration))")
+                continue
+            }
+            #expect(stalls.count == 1, "\(activity) \(startedAgo): \(stalls.map { $0.stallFrame?.function ?? "?" })")
+            let first = try #require(stalls.first)
+            #expect(first.reason == (activity == .running ? .hang : .blocked))
+            #expect(first.heaviestStack?.frames.contains { ["flush_cache", "warm_cache"].contains($0.function) } == true)
+            #expect(first.duration > 1.55 && first.duration <= 1.65, "\(first.duration)")
         }
     }
 
