@@ -17,14 +17,7 @@ import Glibc
 
     /// The expected names appear in this order (innermost first), not necessarily adjacent.
     func expectInOrder(_ names: [String], in dump: ThreadDump, sourceLocation: SourceLocation = #_sourceLocation) {
-        var remaining = functions(dump)[...]
-        for name in names {
-            guard let index = remaining.firstIndex(of: name) else {
-                Issue.record("\(name) missing or out of order in \(functions(dump))", sourceLocation: sourceLocation)
-                return
-            }
-            remaining = remaining[(index + 1)...]
-        }
+        expectSubsequence(names, of: functions(dump), sourceLocation: sourceLocation)
     }
 
     func expectUntouched(_ fixture: FixtureProcess, sourceLocation: SourceLocation = #_sourceLocation) {

@@ -25,14 +25,7 @@ import Glibc
     func names(_ dump: ThreadDump) -> [String] { dump.frames.map { $0.function ?? $0.displayName } }
 
     func expectInOrder(_ expected: [String], in dump: ThreadDump, sourceLocation: SourceLocation = #_sourceLocation) {
-        var remaining = names(dump)[...]
-        for name in expected {
-            guard let index = remaining.firstIndex(of: name) else {
-                Issue.record("\(name) missing or out of order in \(names(dump))", sourceLocation: sourceLocation)
-                return
-            }
-            remaining = remaining[(index + 1)...]
-        }
+        expectSubsequence(expected, of: names(dump), sourceLocation: sourceLocation)
     }
 
     /// A single-user PostgreSQL backend over a fresh data directory (initdb, about a second),
