@@ -116,7 +116,7 @@ let package = Package(
             cSettings: [.unsafeFlags(["-O1", "-g", "-fno-omit-frame-pointer", "-fno-inline"])],
             linkerSettings: [.linkedLibrary("pthread")]),
         // The receiving ends of sd_notify and the journal for the tests (cmsg macros need C).
-        .target(name: "CTestSupport", path: "Tests/CTestSupport"),
+        .target(name: "CTestSupport", dependencies: ["CPosix"], path: "Tests/CTestSupport"),
         // Test support for every test target: the detector driven on a synthetic probe grid and a
         // clock that moves when told. It depends on the pure core alone.
         .target(name: "DetectionTestSupport", dependencies: ["StallDetection"], path: "Tests/DetectionTestSupport"),

@@ -80,9 +80,7 @@ pid_t sa_reap_one(int *status, int *signaled) {
   return info.si_pid;
 }
 
-/* Fills an AF_UNIX address for `path` ('@' prefix: abstract namespace, no trailing NUL
- * counted); returns its length, or 0 when the path is empty or too long. */
-static socklen_t unix_address(const char *path, struct sockaddr_un *address) {
+socklen_t sa_unix_address(const char *path, struct sockaddr_un *address) {
   memset(address, 0, sizeof *address);
   address->sun_family = AF_UNIX;
   size_t path_length = strlen(path);
@@ -98,7 +96,7 @@ static socklen_t unix_address(const char *path, struct sockaddr_un *address) {
 
 int sa_send_unix_datagram(int fd, const char *path, const void *payload, size_t length, int pass_fd) {
   struct sockaddr_un address;
-  socklen_t address_length = unix_address(path, &address);
+  socklen_t address_length = sa_unix_address(path, &address);
   if (address_length == 0) return ENAMETOOLONG;
   struct iovec iov = {.iov_base = (void *)payload, .iov_len = length};
   struct msghdr message;

@@ -1,5 +1,6 @@
 #define _GNU_SOURCE
 #include "CTestSupport.h"
+#include "CPosix.h"
 #include <errno.h>
 #include <stddef.h>
 #include <string.h>
@@ -7,23 +8,9 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-static socklen_t bind_address(const char *path, struct sockaddr_un *address) {
-  memset(address, 0, sizeof *address);
-  address->sun_family = AF_UNIX;
-  size_t path_length = strlen(path);
-  if (path_length == 0 || path_length >= sizeof address->sun_path) return 0;
-  memcpy(address->sun_path, path, path_length);
-  socklen_t length = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + path_length);
-  if (path[0] == '@') {
-    address->sun_path[0] = '\0';
-    return length;
-  }
-  return length + 1;
-}
-
 int sa_bind_unix_datagram(const char *path) {
   struct sockaddr_un address;
-  socklen_t address_length = bind_address(path, &address);
+  socklen_t address_length = sa_unix_address(path, &address);
   if (address_length == 0) {
     errno = ENAMETOOLONG;
     return -1;

@@ -52,6 +52,12 @@ pid_t sa_reap_one(int *status, int *signaled);
 /// Returns 0 or an errno.
 int sa_send_unix_datagram(int fd, const char *path, const void *payload, size_t length, int pass_fd);
 
+struct sockaddr_un;
+/// Fills an AF_UNIX address for `path` ('@' prefix: abstract namespace, no trailing NUL
+/// counted); returns its length, or 0 when the path is empty or too long. The tests' receiving
+/// ends bind with it.
+unsigned int sa_unix_address(const char *path, struct sockaddr_un *address);  // a socklen_t
+
 /// memfd_create + write + F_SEAL_*: an immutable in-memory file holding `bytes`.
 /// Returns the fd or -1 with errno.
 int sa_sealed_memfd(const char *name, const void *bytes, size_t length);
