@@ -233,7 +233,7 @@ extension HostAgentIntegrationTests {
         #expect(!stderr.contains("error"), "\(stderr)")
         let reports = reportStems(dir + "/reports/web.service")
         for pid in [first.pid, second.pid] {
-            #expect(reports.contains { $0.hasPrefix("stall-fixtures_\(pid)_") }, "\(reports)")
+            #expect(reports.contains { $0.hasPrefix("stall-fixtures_\(pid)_") }, "\(reports)\n\(stderr)")
         }
         #expect(!reports.contains { $0.contains("_\(master.pid)_") }, "\(reports)")
         // The report names the unit beside the process.
