@@ -193,13 +193,15 @@ extension HostAgentIntegrationTests {
         #expect(waitForText(stderrPath, "unit web.service has no processes"))
 
         let master = try FixtureProcess(["park"])
-        let first = try FixtureProcess(["loop", "--script", "idle:0.5,spin:1.3", "--gap", "0.3"])
+        // Each worker idles long enough to be seen idle first, even when the agent is slow to
+        // attach or busy writing the first stall's report: a worker first seen busy is judged by
+        // the launch threshold, and its 1.3 s spin would then be no stall. `first` idled only
+        // 0.8 s, and a worker's stall went unreported in 2 runs of 20 here (which one, the
+        // report list did not say; `second` already had 2.8 s).
+        let first = try FixtureProcess(["loop", "--script", "idle:2.0,spin:1.3", "--gap", "0.3"])
         try "\(master.pid)\n\(first.pid)\n".write(toFile: unitDir + "/cgroup.procs", atomically: true, encoding: .utf8)
         #expect(waitForText(stderrPath, "[\(master.pid)]'s main thread (unit web.service)"))
         #expect(waitForText(stderrPath, "[\(first.pid)]'s main thread (unit web.service)"))
-        // Idle long enough to be seen idle first even when the agent is busy writing the first
-        // stall's report on a loaded machine (a worker first seen busy is judged by the launch
-        // threshold, and this 1.3 s spin would then be no stall).
         let second = try FixtureProcess(["loop", "--script", "idle:2.5,spin:1.3", "--gap", "0.3"])
         try "\(master.pid)\n\(first.pid)\n\(second.pid)\n".write(toFile: unitDir + "/cgroup.procs", atomically: true, encoding: .utf8)
         #expect(waitForText(stderrPath, "[\(second.pid)]'s main thread (unit web.service)"))
