@@ -357,23 +357,7 @@ public struct StallDetector: Sendable {
         activityChangesSinceSample = 0
         let observationBefore = observationAtBatchSample
         observationAtBatchSample = lastObservation
-        // A first sample that came late, or that finds a script's own code asleep in a call or
-        // on a lock, is not start-up: an interpreter's start-up (its imports, a runner's
-        // collection) runs. A script already in its slow call (`flush_cache` → `time.sleep`,
-        // entered 20 ms after its start, before the agent's first sample in 2 runs of 3 beside
-        // two CPU hogs) had that call taken for the runner's and never reported. Such a sample
-        // is read as a late-found process's: it teaches no runner frames. Not a compiled
-        // program's asleep: a C runner's first fast tests sleep too, and its first sample is
-        // what teaches its runner frames. One inside a test is read by the test (below).
-        let late = programStart.map { sample.time - $0 > configuration.batchLateFirstSample } ?? false
-        let scriptWaiting =
-            [.blockedCall, .lockWait].contains(sample.activity) && sample.frames.contains { $0.isInterpreted }
-        if outerFrames == nil, !joinedAfterStart, late || scriptWaiting,
-            !keys.contains(where: { Self.isTestFunction($0.function) })
-        {
-            joinedAfterStart = true
-        }
-        if outerFrames == nil, joinedAfterStart { outerFrames = [] }
+        if outerFrames == nil, joinedAfterStart || isPastStartUp(sample, keys: keys) { outerFrames = [] }
         guard var outer = outerFrames else {
             // A first sample already inside a test (the attach came late: a large
             // interpreter's symbols read on a loaded machine, while pytest collected in under
@@ -639,6 +623,20 @@ public struct StallDetector: Sendable {
         lastSampleAttemptAnyEpisode = nil
         hasSeenIdle = !configuration.startsInLaunchPhase
         return events
+    }
+
+    /// Whether a first batch sample is past the program's start-up, and so teaches no runner
+    /// frames (it is read as a late-found process's): it came late, or it finds a script's own
+    /// code asleep in a call or on a lock, where an interpreter's start-up (its imports, a
+    /// runner's collection) runs. A script already in its slow call (`flush_cache` →
+    /// `time.sleep`, entered 20 ms after its start, before the agent's first sample in 2 runs of
+    /// 3 beside two CPU hogs) had that call taken for the runner's and never reported. Not a
+    /// compiled program's asleep: a C runner's first fast tests sleep too, and its first sample
+    /// is what teaches its runner frames. One inside a test is read by the test instead.
+    private func isPastStartUp(_ sample: StackSample, keys: [StallFrameTracker.Key]) -> Bool {
+        guard !keys.contains(where: { Self.isTestFunction($0.function) }) else { return false }
+        if let start = programStart, sample.time - start > configuration.batchLateFirstSample { return true }
+        return [.blockedCall, .lockWait].contains(sample.activity) && sample.frames.contains { $0.isInterpreted }
     }
 
     /// The watched program started at `time` (its process's birth, known from /proc when the
