@@ -61,9 +61,111 @@ int sa_perf_tracepoint_counter(uint64_t config, pid_t tid, int group_fd) {
   return (int)syscall(SYS_perf_event_open, &attr, tid, -1, group_fd, PERF_FLAG_FD_CLOEXEC);
 }
 
-// ---- the loop waker (perf_waker.h) ---------------------------------------------------
+// ---- wait stamps ---------------------------------------------------------------------
 
 static void ring_copy(const uint8_t *data, uint64_t size, uint64_t at, void *out, size_t n);
+
+// perf_regs.h (x86): SP is bit 7, IP bit 8; a sample lists them in bit order.
+enum { STAMP_REGS = (1u << 7) | (1u << 8) };
+
+// A stamp is header, identifier, time, ABI, SP, PC: 48 bytes. Two data pages hold 170, a
+// round's worth for any loop (drained every round while the thread is awake); a full ring
+// drops records and says so (PERF_RECORD_LOST), and the agent probes as it did without.
+static size_t stamp_data_bytes(void) { return 2 * (size_t)sysconf(_SC_PAGESIZE); }
+
+int sa_perf_tracepoint_stamper(uint64_t config, pid_t tid, int group_fd, int ring_fd, void **ring, size_t *ring_bytes,
+                               uint64_t *id) {
+  struct perf_event_attr attr;
+  tracepoint_attr(&attr, config);
+  attr.read_format = PERF_FORMAT_GROUP;
+  attr.sample_period = 1;
+  attr.sample_type = PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_TIME | PERF_SAMPLE_REGS_USER;
+  attr.sample_regs_user = STAMP_REGS;
+  attr.use_clockid = 1;
+  attr.clockid = CLOCK_MONOTONIC;
+  // Never woken: the agent reads the ring at its own pace.
+  attr.watermark = 1;
+  attr.wakeup_watermark = 1u << 30;
+  int fd;
+  if (ring_fd < 0) {
+    fd = open_mapped(&attr, tid, stamp_data_bytes(), ring, ring_bytes);
+    if (fd < 0) return -1;
+    // open_mapped has no group: reopen into it when asked (the leader is always the first).
+  } else {
+    fd = (int)syscall(SYS_perf_event_open, &attr, tid, -1, group_fd, PERF_FLAG_FD_CLOEXEC);
+    if (fd < 0) return -1;
+    if (ioctl(fd, PERF_EVENT_IOC_SET_OUTPUT, ring_fd) != 0) {
+      int error = errno;
+      close(fd);
+      errno = error;
+      return -1;
+    }
+  }
+  if (ioctl(fd, PERF_EVENT_IOC_ID, id) != 0) {
+    int error = errno;
+    if (ring_fd < 0) close_mapped(fd, *ring, *ring_bytes);
+    else close(fd);
+    errno = error;
+    return -1;
+  }
+  return fd;
+}
+
+// Added up here, not handed to Swift one by one: every awake thread of a family is drained
+// every round, most of them several stamps at one site.
+void sa_perf_wait_stamps_drain(void *ring, size_t ring_bytes, sa_wait_stamp_summary *summary) {
+  struct perf_event_mmap_page *meta = ring;
+  size_t page = (size_t)sysconf(_SC_PAGESIZE);
+  const uint8_t *data = (const uint8_t *)ring + page;
+  uint64_t size = ring_bytes - page;
+  uint64_t head = __atomic_load_n(&meta->data_head, __ATOMIC_ACQUIRE);
+  uint64_t tail = meta->data_tail;
+  summary->stamps = 0;
+  summary->lost = 0;
+  summary->other_sites = 0;
+  summary->last_home_entry_ns = 0;
+  summary->left_home_ns = 0;
+  while (tail + sizeof(struct perf_event_header) <= head) {
+    struct perf_event_header header;
+    ring_copy(data, size, tail, &header, sizeof header);
+    if (header.size < sizeof header || tail + header.size > head) {
+      summary->lost = 1;
+      tail = head;
+      break;
+    }
+    if (header.type == PERF_RECORD_LOST) summary->lost = 1;
+    if (header.type == PERF_RECORD_SAMPLE) {
+      uint64_t fields[5] = {0};  // identifier, time, ABI, SP, IP (no registers: ABI 0)
+      size_t body = header.size - sizeof header;
+      ring_copy(data, size, tail + sizeof header, fields, body < sizeof fields ? body : sizeof fields);
+      uint64_t sp = fields[2] ? fields[3] : 0, pc = fields[2] ? fields[4] : 0;
+      int entered = 0;
+      for (int i = 0; i < summary->entry_id_count && i < 8; i++) entered |= fields[0] == summary->entry_ids[i];
+      summary->stamps++;
+      summary->last_entered = entered;
+      summary->last_ns = fields[1];
+      if (pc != summary->home_pc || sp != summary->home_sp || pc == 0) {
+        if (summary->other_sites++ == 0) {
+          summary->other_pc = pc;
+          summary->other_sp = sp;
+        }
+      } else if (entered) {
+        summary->last_home_entry_ns = fields[1];
+        summary->left_home_ns = 0;
+      } else {
+        summary->left_home_ns = fields[1];
+      }
+    }
+    tail += header.size;
+  }
+  __atomic_store_n(&meta->data_tail, tail, __ATOMIC_RELEASE);
+}
+
+void sa_perf_wait_stamps_unmap(void *ring, size_t ring_bytes) {
+  if (ring) munmap(ring, ring_bytes);
+}
+
+// ---- the loop waker (perf_waker.h) ---------------------------------------------------
 
 // The waker's records are never read, only their arrival matters: the smallest ring.
 static size_t waker_ring_bytes(void) { return 2 * (size_t)sysconf(_SC_PAGESIZE); }

@@ -50,6 +50,12 @@ public struct MonitorOptions: Sendable {
     /// A single `--pid` keeps it off: the process a user points the agent at while it is stuck
     /// in a blocking call is reported.
     public var firstWaitIsParking = false
+    /// Loop-turn counters also stamp each wait's entry and exit, and a thread that keeps turning
+    /// through its home wait is not probed every round (`StampedTurns`): set where a family is
+    /// watched (a unit, `--follow-children`), whose busy members were most of the agent's cost.
+    /// A single `--pid` keeps it off: each stamp costs the target a little more than a count
+    /// (docs/architecture.md, "Wait stamps").
+    public var stampsWaits = false
     /// The unit the watched process belongs to, named in its reports.
     public var unit: String?
 

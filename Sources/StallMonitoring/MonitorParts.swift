@@ -47,7 +47,8 @@ struct MonitorParts {
             killPolicy = KillPolicy(limit: limit, grace: options.killGrace, pid: inspector.pid, pidfd: pidfd, log: log)
         }
         let loopProbe = LoopProbeReader(pid: inspector.pid, modules: inspector.modules)
-        let turnTracker = try LoopTurnTracker(tid: inspector.pid, mode: options.loopTurns, hasLoopProbe: loopProbe != nil, log: log)
+        let turnTracker = try LoopTurnTracker(
+            tid: inspector.pid, mode: options.loopTurns, hasLoopProbe: loopProbe != nil, log: log, stamped: options.stampsWaits)
         target = InspectedTarget(inspector: inspector, probe: probe, symbolizer: sampleSymbolizer)
         let modules = inspector
         let resources = ThreadWatch.Roles.Resources(

@@ -126,6 +126,11 @@ public final class StallMonitor {
         watch.step(at: now)
     }
 
+    /// False when this round may leave the probe out (see `ThreadWatch.needsStep`).
+    public func needsStep(at now: Double) -> Bool {
+        watch.needsStep(at: now)
+    }
+
     /// Ends the watch with the target still alive: an open stall is finalised.
     public func stop(at now: Double) {
         watch.stop(at: now)

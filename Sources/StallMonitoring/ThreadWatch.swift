@@ -42,6 +42,8 @@ final class ThreadWatch {
     var summary: MonitorSummary
     /// True once the target exited or `stop` was called.
     private(set) var finished = false
+    /// What the kernel's wait stamps said since the last step (see the type).
+    private var stamps = StampedTurns()
     /// Where loop health lines go (the report directory's file).
     private let appendLoopHealth: (LoopHealthSample) -> Void
     private let log: (String) -> Void
@@ -81,16 +83,56 @@ final class ThreadWatch {
         identity.begin(at: now)
     }
 
+    /// Whether this round must probe the thread: false while the kernel's wait stamps show it
+    /// turning through its home wait (see `StampedTurns`). Reads memory only.
+    func needsStep(at now: Double) -> Bool {
+        guard !finished, drainStamps() else { return true }
+        // Armed to record when it leaves its wait: the next step reads the record, which
+        // says only the first exit after the arming; rounds left out would make it stale.
+        if roles.wakeUp.recording { return true }
+        return stamps.needsStep(at: now, margin: glanceMargin, mayGlance: afterStep.mayGlance, episodeOpen: afterStep.episodeOpen)
+    }
+
+    /// What the last step left that a glance needs: only a step changes it, and reading it off
+    /// the detector (a value) at every glance copied the detector each time.
+    private var afterStep = (mayGlance: false, episodeOpen: false)
+    private lazy var glanceMargin = 2 * options.probeInterval
+
+    /// Takes the stamps since the last drain; false when there are none to take (not stamped).
+    @discardableResult
+    private func drainStamps() -> Bool {
+        guard let drained = turnTracker.drainStamps(home: stamps.home) else { return false }
+        stamps.take(drained, isHome: { roles.observer.isKnownHome(raw: $0) })
+        return true
+    }
+
     /// One probe and, when due, one sample. Returns false once the target is gone.
     @discardableResult
     func step(at now: Double) -> Bool {
         guard !finished else { return false }
         let (wakeUp, observer, sampler) = (roles.wakeUp, roles.observer, roles.sampler)
         wakeUp.beginStep()
-        let leftWait = wakeUp.takeLeftWait()
+        drainStamps()
+        let stamped = stamps.beginStep(at: now, isHome: { observer.isKnownHome(raw: $0) })
+        // Stamped leaving its home wait since the last probe (the last such exit), or woken by
+        // the kernel (the first exit after the arming).
+        let wokeAt = wakeUp.takeLeftWait()
+        let leftWait = stamped.leftHome ?? wokeAt
         let turned = turnTracker.readCounter()
         let wasNested = observer.readings.inNestedWait
         let (cpuBefore, runQueueBefore) = (observer.observedCPUNanos, observer.observedRunQueueNanos)
+        // An episode open at the last probe ended when the stamps saw the thread enter its home
+        // wait again: a turn, at the kernel's time, before anything this probe adds.
+        if let entry = stamped.lastHomeEntry, detector.isInEpisode, let last = loopHealth.lastObservation, entry > last.time,
+            entry < now
+        {
+            flow.feed(in: self) {
+                $0.observe(
+                    ThreadObservation(time: entry, activity: .idle, cpuNanos: cpuBefore, runQueueNanos: runQueueBefore),
+                    loopTurned: true)
+            }
+            loopHealth.observe(at: entry, .idle)
+        }
         var observation = observer.observe(at: now, turned: turned, in: self)
         if let state = loopProbeEdges.read() {
             observation = applyLoopProbe(state, to: observation)
@@ -152,6 +194,10 @@ final class ThreadWatch {
         identity.settleIfDue(at: now, in: self)
         if loopHealth.isDue(at: now) { recordLoopHealth(at: now) }
         if flow.publisher.hasUnwrittenFinals { flow.publisher.retryFinalReports(at: now, final: false) }
+        afterStep = (
+            detector.phase != .batch && turnTracker.evidence == .kernelCounter && !flow.publisher.hasUnwrittenFinals,
+            detector.isInEpisode
+        )
         return true
     }
 
@@ -300,6 +346,7 @@ extension ThreadWatch: StallReportFlow.Watch {
         roles.workers.forget()
         sampleSymbolizer.reset()
         roles.observer.forgetOldProgram()
+        stamps.forgetSites()
         flow.update { $0.setLoopFrames([]) }
         roles.sampler.hints.io.clear()
     }

@@ -5,6 +5,13 @@ import StallProc
 public protocol SteppableWatch: WakeableWatch {
     @discardableResult
     func step(at now: Double) -> Bool
+    /// False when this round may leave the watch's probe out: what the kernel stamped since
+    /// the last one says all a probe would (see `StampedTurns`).
+    func needsStep(at now: Double) -> Bool
+}
+
+extension SteppableWatch {
+    public func needsStep(at now: Double) -> Bool { true }
 }
 
 /// The one loop core behind every way of watching (docs/architecture.md, "The engine"): a lone
@@ -39,14 +46,15 @@ public final class WatchEngine<Watch: SteppableWatch> {
         for watch in watches { scheduler.wake(watch) }
     }
 
-    /// Steps the awake ones among `watches`, in order; those whose target is gone are
-    /// returned in `gone` (still added: the driver detaches them). The stepped ones found
+    /// Steps the awake ones among `watches` that need it, in order; those whose target is gone
+    /// are returned in `gone` (still added: the driver detaches them). The stepped ones found
     /// settled go to sleep — armed before the driver looks for their children, so a fork
-    /// after the arming wakes the parent.
+    /// after the arming wakes the parent. One left out this round (`needsStep`) stays awake
+    /// and is not among `stepped`.
     public func step(_ watches: some Sequence<Watch>, at now: Double) -> (stepped: [Watch], gone: [Watch]) {
         var stepped: [Watch] = []
         var gone: [Watch] = []
-        for watch in watches where scheduler.isAwake(watch) {
+        for watch in watches where scheduler.isAwake(watch) && watch.needsStep(at: now) {
             if watch.step(at: now) {
                 stepped.append(watch)
             } else {

@@ -67,6 +67,40 @@ int sa_sealed_memfd(const char *name, const void *bytes, size_t length);
 /// are read together with the leader (PERF_FORMAT_GROUP). Returns the fd or -1 with errno.
 int sa_perf_tracepoint_counter(uint64_t config, pid_t tid, int group_fd);
 
+/// What the wait stamps written since the last drain add up to (sa_perf_wait_stamps_drain).
+typedef struct {
+  // In: the thread's home wait site as the user PC and SP of the system call (what
+  // /proc/TID/syscall shows; 0, 0 when none is known), and the ids of the entry events
+  // (PERF_EVENT_IOC_ID; the others are exits).
+  uint64_t home_pc, home_sp;
+  uint64_t entry_ids[8];
+  int entry_id_count;
+  // Out. Times are CLOCK_MONOTONIC ns, 0 for none.
+  int stamps;
+  int lost;             // the kernel dropped some (a full ring): the rest is not the whole story
+  int other_sites;      // stamps at another site; the first one's PC and SP:
+  uint64_t other_pc, other_sp;
+  int last_entered;     // the last stamp: an entry (1) or an exit, and when
+  uint64_t last_ns;
+  uint64_t last_home_entry_ns;  // the last entry at home
+  uint64_t left_home_ns;        // an exit from home after it (0: none since)
+} sa_wait_stamp_summary;
+
+/// Like sa_perf_tracepoint_counter, but every hit also writes a stamp (time, user SP and PC)
+/// into a ring: the first event opened with `ring_fd` < 0 maps one (`*ring`, `*ring_bytes`);
+/// later ones send theirs to it (`ring_fd`). Events with `group_fd` < 0 and `counted` 0 are
+/// outside the group (the exits: stamps only). `*id` is the event's id. Returns the fd or -1
+/// with errno; nothing is left open on failure.
+int sa_perf_tracepoint_stamper(uint64_t config, pid_t tid, int group_fd, int ring_fd, void **ring, size_t *ring_bytes,
+                               uint64_t *id);
+
+/// Consumes the stamps written since the last call and adds them up into `summary`'s out
+/// fields.
+void sa_perf_wait_stamps_drain(void *ring, size_t ring_bytes, sa_wait_stamp_summary *summary);
+
+/// Unmaps what sa_perf_tracepoint_stamper mapped.
+void sa_perf_wait_stamps_unmap(void *ring, size_t ring_bytes);
+
 /// pidfd_open(2), close-on-exec: a descriptor that names this process, never a later one that
 /// reuses its pid. Returns the fd or -1 with errno.
 int sa_pidfd_open(pid_t pid);

@@ -153,6 +153,7 @@ public final class HostAgent {
             var options = spec.monitorOptions(base: configuration.monitor)
             options.childWaitsAreParking = spec.watchesAllProcesses
             options.firstWaitIsParking = spec.watchesAllProcesses
+            options.stampsWaits = spec.watchesAllProcesses
             options.unit = spec.unitName
             // Each unit's reports apart: retention then counts per unit, and one busy unit
             // cannot push another's reports out.

@@ -11,6 +11,9 @@ final class LoopTurnTracker {
         var counted: [String] { get }
         func read() -> UInt64?
         @discardableResult func count(wait name: String) -> Bool
+        /// The counted waits' entries and exits since the last call, added up against `home`
+        /// (nil: not stamped; see `LoopTurnCounter.drainStamps`).
+        func drainStamps(home: HomeWaitTracker.Site?) -> WaitStampSummary?
     }
 
     // Loop turns (docs/architecture.md, "Detection model"): the evidence in use, and why it is not a better one.
@@ -50,10 +53,12 @@ final class LoopTurnTracker {
 
     init(
         tid: Int32, mode: LoopTurnMode, hasLoopProbe: Bool, log: @escaping (String) -> Void,
-        openCounter: @escaping (_ tid: Int32, _ waits: Set<String>?) throws -> Counter = { try LoopTurnCounter(tid: $0, waits: $1) }
+        stamped: Bool = false,
+        openCounter: ((_ tid: Int32, _ waits: Set<String>?) throws -> Counter)? = nil
     ) throws {
         self.tid = tid
         self.log = log
+        let openCounter = openCounter ?? { try LoopTurnCounter(tid: $0, waits: $1, stamped: stamped) }
         self.openCounter = openCounter
         (evidence, counter, note) = try Self.choose(tid: tid, mode: mode, hasLoopProbe: hasLoopProbe, open: openCounter)
         countersAwaitIdle = mode == .auto && !hasLoopProbe
@@ -109,6 +114,11 @@ final class LoopTurnTracker {
             lastCount = count
         }
         return turned
+    }
+
+    /// The stamps of the open counter since the last call (nil: no counter, or not stamped).
+    func drainStamps(home: HomeWaitTracker.Site?) -> WaitStampSummary? {
+        counter?.drainStamps(home: home)
     }
 
     /// With a counter open, true while it has not moved since the last read.

@@ -147,6 +147,12 @@ final class MainThreadObserver {
             time: now, activity: activity, cpuNanos: observedCPUNanos, runQueueNanos: observedRunQueueNanos)
     }
 
+    /// The raw site (PC and SP of a system call) is a known home wait's (see
+    /// `WaitSiteClassifier.isKnownHome`).
+    func isKnownHome(raw: HomeWaitTracker.Site) -> Bool {
+        waitSites.isKnownHome(raw: raw)
+    }
+
     /// The process exec'd: the old program's wait sites, loop frames and parking, and its last
     /// classified call, are forgotten.
     func forgetOldProgram() {

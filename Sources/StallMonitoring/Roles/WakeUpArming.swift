@@ -30,7 +30,7 @@ final class WakeUpArming {
     private var leftWaitAt: Double?
     /// Armed to record when the thread leaves its wait while the agent goes on probing it
     /// (see `arm`'s `recordOnly`); read and disarmed at the next step.
-    private var recording = false
+    private(set) var recording = false
     private let openWaker: () throws -> Waker
 
     init(openWaker: @escaping () throws -> Waker) {

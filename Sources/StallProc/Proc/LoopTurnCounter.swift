@@ -1,5 +1,6 @@
 import Synchronization
 import CPosix
+import StallDetection
 import Foundation
 
 #if canImport(Glibc)
@@ -52,15 +53,28 @@ public final class LoopTurnCounter {
     private var retained = true
     /// Waits `count(wait:)` could not add.
     private var refused: Set<String> = []
+    /// With stamps (see `init`): the ring every wait's entries and exits are written to, and
+    /// which event id is an entry.
+    private var ring: (pointer: UnsafeMutableRawPointer, bytes: Int)?
+    /// The drain's input: the entry events' ids (`addStamped`).
+    private var drainRequest = sa_wait_stamp_summary()
+    private let stamped: Bool
 
     /// `waits`: the waits to count (names from `tracepointNames`), or nil for all of them.
     /// Counting only the wait the loop was seen in is cheaper for the target: each counter is
     /// scheduled in and out with the thread at every context switch, a cost per event (a pipe
     /// round trip of a thread with all 8: +1.2–1.8 µs of CPU; with 1: +0.4–0.7 µs).
-    public init(tid: Int32, waits: Set<String>? = nil) throws {
+    ///
+    /// `stamped`: every entry into a counted wait and every exit from it also writes a stamp
+    /// (when, and the user SP and PC: the wait's site) into a ring the agent reads from memory
+    /// (`drainStamps`), so a thread that keeps turning needs no probe to say so
+    /// (docs/architecture.md, "Wait stamps"). Each stamp costs the thread a few hundred ns more
+    /// than the count; refused (a kernel without the exit tracepoints), the counter counts only.
+    public init(tid: Int32, waits: Set<String>? = nil, stamped: Bool = false) throws {
         var ids = try LoopTurnCounter.tracepointIDs()
         if let waits, ids.contains(where: { waits.contains($0.0) }) { ids = ids.filter { waits.contains($0.0) } }
         self.tid = tid
+        self.stamped = stamped
         fds = []
         counted = []
         buffer = []
@@ -68,7 +82,10 @@ public final class LoopTurnCounter {
         for (name, id) in ids where !add(name, id: id) {
             let error = errno
             fds.forEach { close($0) }
+            stampOnly.forEach { close($0) }
             fds = []
+            stampOnly = []
+            dropRing()
             TracepointAnchors.release()
             retained = false
             // A thread that exits while its counters are opened makes the kernel answer
@@ -100,6 +117,12 @@ public final class LoopTurnCounter {
     /// Opens one counter into the group; false with errno set when the kernel refused it.
     private func add(_ name: String, id: UInt64) -> Bool {
         TracepointAnchors.add([id])
+        if stamped, fds.isEmpty || ring != nil, let exit = LoopTurnCounter.exitTracepointID(of: name) {
+            TracepointAnchors.add([exit])
+            if addStamped(entry: id, exit: exit) { return true }
+            // Stamps refused: counted as before, and the ring (if this was its first wait) is not used.
+            if fds.isEmpty { dropRing() }
+        }
         let fd = sa_perf_tracepoint_counter(id, tid, fds.first ?? -1)
         guard fd >= 0 else { return false }
         fds.append(fd)
@@ -108,8 +131,69 @@ public final class LoopTurnCounter {
         return true
     }
 
+    /// The stamped pair of one wait: its entry, counted in the group and stamped, and its exit,
+    /// stamped only (outside the group, so the group's read still counts entries alone).
+    private func addStamped(entry: UInt64, exit: UInt64) -> Bool {
+        var pointer: UnsafeMutableRawPointer?
+        var bytes = 0
+        var entryID: UInt64 = 0
+        var exitID: UInt64 = 0
+        let entryFD = sa_perf_tracepoint_stamper(entry, tid, fds.first ?? -1, fds.first ?? -1, &pointer, &bytes, &entryID)
+        guard entryFD >= 0 else { return false }
+        if fds.isEmpty, let pointer { ring = (pointer, bytes) }
+        let exitFD = sa_perf_tracepoint_stamper(exit, tid, -1, fds.first ?? entryFD, &pointer, &bytes, &exitID)
+        guard exitFD >= 0 else {
+            let error = errno
+            close(entryFD)
+            if fds.isEmpty { dropRing() }
+            errno = error
+            return false
+        }
+        fds.append(entryFD)
+        stampOnly.append(exitFD)
+        if drainRequest.entry_id_count < 8 {
+            withUnsafeMutableBytes(of: &drainRequest.entry_ids) {
+                $0.storeBytes(of: entryID, toByteOffset: Int(drainRequest.entry_id_count) * 8, as: UInt64.self)
+            }
+            drainRequest.entry_id_count += 1
+        }
+        counted.append(LoopTurnCounter.name(ofEntry: entry) ?? "")
+        buffer = Array(repeating: 0, count: fds.count + 1)
+        return true
+    }
+
+    /// Exit events: stamps only, not in the counted group.
+    private var stampOnly: [Int32] = []
+
+    private func dropRing() {
+        if let ring { sa_perf_wait_stamps_unmap(ring.pointer, ring.bytes) }
+        ring = nil
+    }
+
+    /// The entries and exits of the counted waits since the last call, added up against the
+    /// `home` site (see `WaitStampSummary`); nil when this counter has no stamps. Called every
+    /// round for every awake thread of a family: no allocation, the adding up is C's.
+    public func drainStamps(home: HomeWaitTracker.Site?) -> WaitStampSummary? {
+        guard let ring else { return nil }
+        drainRequest.home_pc = home?.pc ?? 0
+        drainRequest.home_sp = home?.sp ?? 0
+        sa_perf_wait_stamps_drain(ring.pointer, ring.bytes, &drainRequest)
+        let raw = drainRequest
+        var summary = WaitStampSummary()
+        summary.stamps = Int(raw.stamps)
+        summary.lost = raw.lost != 0
+        if raw.other_sites > 0 { summary.otherSite = HomeWaitTracker.Site(pc: raw.other_pc, sp: raw.other_sp) }
+        summary.lastEntered = raw.last_entered != 0
+        if raw.stamps > 0 { summary.lastTime = Double(raw.last_ns) / 1e9 }
+        if raw.last_home_entry_ns > 0 { summary.lastHomeEntry = Double(raw.last_home_entry_ns) / 1e9 }
+        if raw.left_home_ns > 0 { summary.leftHome = Double(raw.left_home_ns) / 1e9 }
+        return summary
+    }
+
     deinit {
         fds.forEach { close($0) }
+        stampOnly.forEach { close($0) }
+        dropRing()
         if retained { TracepointAnchors.release() }
     }
 
@@ -158,6 +242,23 @@ public final class LoopTurnCounter {
             throw Unavailable.noTracepoints
         }
         return ids
+    }
+
+    /// The exit tracepoint of wait `name` (nil: this kernel has none, or tracefs is gone).
+    static func exitTracepointID(of name: String) -> UInt64? {
+        exitIDs.withLock { known in
+            if let id = known[name] { return id }
+            guard let root = try? tracefsRoot(), let id = tracepointID("syscalls/sys_exit_\(name)", root: root) else { return nil }
+            known[name] = id
+            return id
+        }
+    }
+
+    private static let exitIDs = Mutex<[String: UInt64]>([:])
+
+    /// The wait whose entry tracepoint is `id`.
+    static func name(ofEntry id: UInt64) -> String? {
+        (try? tracepointIDs())?.first { $0.1 == id }?.0
     }
 
     /// The id of tracepoint `event` (`group/name`) under the tracefs mounted at `root`.

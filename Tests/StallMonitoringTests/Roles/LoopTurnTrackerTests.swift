@@ -15,6 +15,7 @@ import StallProc
             waits.append(name)
             return true
         }
+        func drainStamps(home: HomeWaitTracker.Site?) -> WaitStampSummary? { nil }
     }
 
     final class Opener {

@@ -1,0 +1,109 @@
+import StallDetection
+import StallProc
+
+/// What the kernel's wait stamps (`LoopTurnCounter.drainStamps`) say of a thread between two
+/// probes, so that one that keeps turning through its home wait is not probed every round
+/// (docs/architecture.md, "Wait stamps"). Under load nothing in a family sleeps: every backend
+/// of a PostgreSQL under pgbench turns several times a round, and probing each was most of the
+/// agent's cost. The stamps say the same from memory, with the kernel's times.
+///
+/// A round may leave the probe out only when every stamp since the last probe is at a known
+/// home site, none was lost, and either the last one is an entry (back in its wait, and it
+/// turned since the last look) or an exit less than `margin` ago (a turn in progress, too young
+/// to matter). The probe that follows takes when the turn that ended last ended and when the
+/// one in progress began from the stamps, so an episode opens and closes at the kernel's times,
+/// not at the probes'. Each stamp is looked at once, as it arrives: a thread left unprobed for
+/// half a second has hundreds. Pure: tested with stamps written by hand.
+struct StampedTurns {
+    /// What the stamps since the last step add up to.
+    private(set) var sinceStep = AtStep()
+    /// No stamp since the last step.
+    private var none = true
+    /// Stamps were dropped since the last step (the kernel's ring was full).
+    private(set) var lost = false
+    /// A stamp since the last step was at a site not known as home (a nested wait, or one not
+    /// classified yet): only a probe can say what it was.
+    private(set) var strange = false
+    /// The last stamp: an entry (true) or an exit, and when.
+    private var last: (entered: Bool, time: Double)?
+    /// Stamps came in at the latest drain.
+    private var fresh = false
+    private var lastStep = -Double.infinity
+    /// The last site found home: almost every stamp of a loop is at it.
+    private var knownHome: HomeWaitTracker.Site?
+
+    /// A probe at least this often whatever the stamps say: the identity check, loop health
+    /// lines and the family's look for new children ride on it.
+    static let stepAtLeastEvery = 0.5
+    /// How long a thread may sit in its home wait, stamped there, before a probe lets it go to
+    /// sleep: putting to sleep and waking cost two perf ioctls (an interrupt to the thread's
+    /// CPU) and the probe files' reopening, more than glancing at its stamps for a while.
+    static let sleepAfter = 0.5
+
+    /// What a step takes from the stamps since the last one.
+    struct AtStep: Equatable {
+        /// When the thread last entered its home wait (the turn before ended then).
+        var lastHomeEntry: Double?
+        /// When it left its home wait after that, if it has not entered it again since.
+        var leftHome: Double?
+    }
+
+    /// The home site the drain adds stamps up against: the last one found home.
+    var home: HomeWaitTracker.Site? { knownHome }
+
+    /// One drain's stamps, added up against `home`; `isHome`: a raw site is a known home
+    /// wait's (asked only of a stamp at another site).
+    mutating func take(_ drained: WaitStampSummary, isHome: (HomeWaitTracker.Site) -> Bool) {
+        fresh = drained.stamps > 0
+        guard drained.stamps > 0 || drained.lost else { return }
+        none = none && drained.stamps == 0
+        if drained.lost { lost = true }
+        if let time = drained.lastTime { last = (drained.lastEntered, time) }
+        if let other = drained.otherSite {
+            // Stamps at another site were not added up: a probe says what they were. A site
+            // that is home after all (the first drain, a second home) is added up next time.
+            strange = true
+            if isHome(other) { knownHome = other }
+        }
+        if let entry = drained.lastHomeEntry {
+            sinceStep.lastHomeEntry = entry
+            sinceStep.leftHome = drained.leftHome
+        } else if let left = drained.leftHome {
+            sinceStep.leftHome = left
+        }
+    }
+
+    /// Whether the thread needs its probe this round. `mayGlance`: the watch allows it (no
+    /// batch rule, nothing waiting to be written); `episodeOpen`: the detector has a busy
+    /// episode open, which only a stamped home entry may close.
+    func needsStep(at now: Double, margin: Double, mayGlance: Bool, episodeOpen: Bool) -> Bool {
+        guard mayGlance, !lost, !strange, !none, now - lastStep < Self.stepAtLeastEvery, let last else { return true }
+        if episodeOpen, sinceStep.lastHomeEntry == nil { return true }
+        // In its wait: nothing to probe while the stamps keep coming, and none after a quiet
+        // `sleepAfter`, when the probe lets it settle and sleep on its wake-up.
+        if last.entered { return !fresh && now - last.time >= Self.sleepAfter }
+        return now - last.time >= margin
+    }
+
+    /// A step begins at `now`: what the stamps since the last one say (nothing when some were
+    /// lost), and they are taken.
+    mutating func beginStep(at now: Double, isHome: (HomeWaitTracker.Site) -> Bool) -> AtStep {
+        defer {
+            // The last probe may have changed which sites are home (a shallower wait demotes
+            // the others).
+            if let site = knownHome, !isHome(site) { knownHome = nil }
+            sinceStep = AtStep()
+            none = true
+            lost = false
+            strange = false
+            fresh = false
+            lastStep = now
+        }
+        return lost ? AtStep() : sinceStep
+    }
+
+    /// A new program (an exec): its home sites are not the old one's.
+    mutating func forgetSites() {
+        knownHome = nil
+    }
+}

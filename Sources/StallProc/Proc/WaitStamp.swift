@@ -1,0 +1,55 @@
+import StallDetection
+
+/// What a thread's wait stamps since the last drain add up to (`LoopTurnCounter.drainStamps`):
+/// the kernel stamps each entry into a counted wait and each exit from it with the time, on
+/// the agent's clock, and the site (the user PC and SP of the system call, the raw pair
+/// `/proc/TID/syscall` shows). Added up against the one site the caller knows as home.
+public struct WaitStampSummary: Equatable, Sendable {
+    /// How many stamps.
+    public var stamps = 0
+    /// The kernel dropped stamps (the ring filled): the rest does not tell the whole story.
+    public var lost = false
+    /// The first stamp at a site other than the home one given, if any was.
+    public var otherSite: HomeWaitTracker.Site?
+    /// The last stamp: an entry (true) or an exit, and when.
+    public var lastEntered = false
+    public var lastTime: Double?
+    /// The last entry into the home wait.
+    public var lastHomeEntry: Double?
+    /// An exit from the home wait after `lastHomeEntry` (or after every stamp before, when
+    /// there is no entry), nil when there is none since.
+    public var leftHome: Double?
+
+    public init() {}
+
+    /// One stamp, as the kernel wrote it.
+    public struct Stamp: Equatable, Sendable {
+        public var entered: Bool
+        public var time: Double
+        public var site: HomeWaitTracker.Site
+
+        public init(entered: Bool, time: Double, site: HomeWaitTracker.Site) {
+            self.entered = entered
+            self.time = time
+            self.site = site
+        }
+    }
+
+    /// `stamps` added up against `home` the way the drain does it (for fakes).
+    public init(_ stamps: [Stamp], home: HomeWaitTracker.Site?, lost: Bool = false) {
+        self.lost = lost
+        for stamp in stamps {
+            self.stamps += 1
+            lastEntered = stamp.entered
+            lastTime = stamp.time
+            if stamp.site != home {
+                if otherSite == nil { otherSite = stamp.site }
+            } else if stamp.entered {
+                lastHomeEntry = stamp.time
+                leftHome = nil
+            } else {
+                leftHome = stamp.time
+            }
+        }
+    }
+}

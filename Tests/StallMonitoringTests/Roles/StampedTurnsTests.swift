@@ -1,0 +1,96 @@
+import StallDetection
+import StallProc
+import Testing
+
+@testable import StallMonitoring
+
+/// When the kernel's wait stamps let a round leave a thread's probe out, and what the probe
+/// that follows takes from them (`StampedTurns`), with stamps written by hand.
+@Suite struct StampedTurnsTests {
+    static let home = HomeWaitTracker.Site(pc: 0x7f00_1000, sp: 0x7ffd_1000)
+    static let nested = HomeWaitTracker.Site(pc: 0x7f00_1000, sp: 0x7ffb_0000)
+    static let margin = 0.02
+
+    typealias Stamp = WaitStampSummary.Stamp
+
+    static func entry(_ time: Double, at site: HomeWaitTracker.Site = home) -> Stamp { Stamp(entered: true, time: time, site: site) }
+    static func exit(_ time: Double, at site: HomeWaitTracker.Site = home) -> Stamp { Stamp(entered: false, time: time, site: site) }
+
+    /// A glance as the watch makes it: the drain added up against the home it knows.
+    static func glance(
+        _ turns: inout StampedTurns, _ stamps: [Stamp], at now: Double, lost: Bool = false, episodeOpen: Bool = false,
+        mayGlance: Bool = true
+    ) -> Bool {
+        turns.take(WaitStampSummary(stamps, home: turns.home, lost: lost), isHome: { $0 == home })
+        return turns.needsStep(at: now, margin: margin, mayGlance: mayGlance, episodeOpen: episodeOpen)
+    }
+
+    /// After a step, stamps at the home site learnt on the first drain.
+    static func started(at now: Double = 1.0) -> StampedTurns {
+        var turns = StampedTurns()
+        // The first drain meets home as "another site": it asks, learns it, and probes.
+        #expect(glance(&turns, [entry(now - 0.005)], at: now))
+        _ = turns.beginStep(at: now, isHome: { $0 == home })
+        return turns
+    }
+
+    @Test func aLoopTurningThroughItsHomeWaitIsNotProbed() {
+        var turns = Self.started()
+        #expect(!Self.glance(&turns, [Self.exit(1.001), Self.entry(1.002), Self.exit(1.004), Self.entry(1.006)], at: 1.01))
+        // A turn in progress, younger than the margin: left out too.
+        #expect(!Self.glance(&turns, [Self.exit(1.012)], at: 1.02))
+        // The same turn, older than the margin: probed, and the probe learns when it began.
+        #expect(Self.glance(&turns, [], at: 1.035))
+        let atStep = turns.beginStep(at: 1.035, isHome: { $0 == Self.home })
+        #expect(atStep == StampedTurns.AtStep(lastHomeEntry: 1.006, leftHome: 1.012))
+    }
+
+    @Test func aNestedWaitOrAnUnknownSiteIsProbed() {
+        var turns = Self.started()
+        // pg_sleep: out of the home wait, into WaitLatch's epoll_wait deeper in the stack.
+        #expect(Self.glance(&turns, [Self.exit(1.001), Self.entry(1.002, at: Self.nested)], at: 1.01))
+        let atStep = turns.beginStep(at: 1.01, isHome: { $0 == Self.home })
+        #expect(atStep.leftHome == 1.001, "the stall is dated from its exit from home")
+    }
+
+    @Test func lostStampsOrNoneAtAllAreProbed() {
+        var turns = Self.started()
+        #expect(Self.glance(&turns, [Self.exit(1.001), Self.entry(1.002)], at: 1.01, lost: true))
+        #expect(turns.beginStep(at: 1.01, isHome: { $0 == Self.home }) == StampedTurns.AtStep(), "nothing taken from a story with gaps")
+        #expect(Self.glance(&turns, [], at: 1.02), "no stamp since the last probe: only a probe can say")
+    }
+
+    @Test func aThreadQuietInItsWaitIsLeftToSettleAfterAWhile() {
+        var turns = Self.started()
+        #expect(!Self.glance(&turns, [Self.exit(1.001), Self.entry(1.002)], at: 1.01))
+        #expect(!Self.glance(&turns, [], at: 1.2), "stamped in its wait, quiet for less than sleepAfter")
+        #expect(Self.glance(&turns, [], at: 1.002 + StampedTurns.sleepAfter), "quiet long enough: the probe lets it sleep")
+    }
+
+    @Test func aProbeAtLeastEveryHalfSecondAndNoneLeftOutWhenTheWatchForbidsIt() {
+        var turns = Self.started()
+        var now = 1.0
+        var left = 0
+        while now < 1.0 + StampedTurns.stepAtLeastEvery + 0.05 {
+            now += 0.01
+            if !Self.glance(&turns, [Self.exit(now - 0.004), Self.entry(now - 0.002)], at: now) { left += 1 } else { break }
+        }
+        #expect(left > 0 && now <= 1.0 + StampedTurns.stepAtLeastEvery + 0.011, "probed again within \(StampedTurns.stepAtLeastEvery) s")
+        var batch = Self.started()
+        #expect(Self.glance(&batch, [Self.exit(1.001), Self.entry(1.002)], at: 1.01, mayGlance: false))
+    }
+
+    @Test func anOpenEpisodeIsLeftOutOnlyWhenAHomeEntryEndsIt() {
+        var turns = Self.started()
+        #expect(Self.glance(&turns, [Self.exit(1.001)], at: 1.005, episodeOpen: true))
+        _ = turns.beginStep(at: 1.005, isHome: { $0 == Self.home })
+        #expect(!Self.glance(&turns, [Self.entry(1.008)], at: 1.015, episodeOpen: true))
+        #expect(turns.beginStep(at: 1.02, isHome: { $0 == Self.home }).lastHomeEntry == 1.008)
+    }
+
+    @Test func aHomeThatStopsBeingHomeIsAskedAgain() {
+        var turns = Self.started()
+        _ = turns.beginStep(at: 1.01, isHome: { _ in false })
+        #expect(turns.home == nil)
+    }
+}
