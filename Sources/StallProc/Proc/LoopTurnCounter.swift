@@ -151,9 +151,10 @@ public final class LoopTurnCounter {
         }
         fds.append(entryFD)
         stampOnly.append(exitFD)
-        if drainRequest.entry_id_count < 8 {
+        let slot = Int(drainRequest.entry_id_count)
+        if slot < 8 {
             withUnsafeMutableBytes(of: &drainRequest.entry_ids) {
-                $0.storeBytes(of: entryID, toByteOffset: Int(drainRequest.entry_id_count) * 8, as: UInt64.self)
+                $0.storeBytes(of: entryID, toByteOffset: slot * MemoryLayout<UInt64>.size, as: UInt64.self)
             }
             drainRequest.entry_id_count += 1
         }
