@@ -148,6 +148,7 @@ final class ThreadWatch {
         // Woken from its wait and busy now: the work began when the kernel saw it leave the
         // wait, not at this probe, which a loaded agent makes late (a 2 s pg_sleep in a backend
         // of PostgreSQL under pgbench was reported as 1.86 s).
+        var startedAtStampedExit = false
         if let left = leftWait, observation.activity.isBusy, !detector.isInEpisode,
             let last = loopHealth.lastObservation, last.activity == .idle, left > last.time, left < observation.time
         {
@@ -157,10 +158,14 @@ final class ThreadWatch {
             }
             // Idle until it left: `last` was idle.
             loopHealth.observe(at: left, observation.activity)
+            startedAtStampedExit = left == stamped.leftHome
         }
         // Entries into a nested wait (pg_sleep's WaitLatch) move the counter too: they are not
-        // turns of the loop.
-        flow.feed(in: self) { $0.observe(observation, loopTurned: turned && !wasNested && !observer.readings.inNestedWait) }
+        // turns of the loop. Nor are the turns the stamps put before the exit the work began
+        // at: the counter cannot say they came first.
+        flow.feed(in: self) {
+            $0.observe(observation, loopTurned: turned && !startedAtStampedExit && !wasNested && !observer.readings.inNestedWait)
+        }
         if leftWait != nil, observation.activity == .idle { turnTracker.noteRestedTurn() }
         turnTracker.noteProbe(observation.activity, previous: loopHealth.lastObservation?.activity, at: observation.time)
         switch turnTracker.afterProbe(

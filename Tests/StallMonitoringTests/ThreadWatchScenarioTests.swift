@@ -21,9 +21,40 @@ import Testing
         var health: [LoopHealthSample] = []
     }
 
+    /// The kernel's turn counter with wait stamps, as the harness's thread writes them: an
+    /// entry when it starts waiting, an exit when it stops, and quick turns (`turnQuickly`).
+    final class StampingCounter: LoopTurnTracker.Counter {
+        private(set) var entries: UInt64 = 0
+        private var stamps: [WaitStampSummary.Stamp] = []
+        var counted: [String] { ["epoll_wait"] }
+        func read() -> UInt64? { entries }
+        func count(wait name: String) -> Bool { false }
+        func drainStamps(home: HomeWaitTracker.Site?) -> WaitStampSummary? {
+            defer { stamps.removeAll() }
+            return WaitStampSummary(stamps, home: home)
+        }
+
+        static func site(_ syscall: ProcSyscallInfo) -> HomeWaitTracker.Site {
+            HomeWaitTracker.Site(pc: syscall.programCounter ?? 0, sp: syscall.stackPointer ?? 0)
+        }
+
+        func entered(_ syscall: ProcSyscallInfo, at time: Double) {
+            entries += 1
+            stamps.append(.init(entered: true, time: time, site: Self.site(syscall)))
+        }
+
+        func left(_ syscall: ProcSyscallInfo, at time: Double) {
+            stamps.append(.init(entered: false, time: time, site: Self.site(syscall)))
+        }
+    }
+
     final class Harness {
         let process: ScriptedProcess
         let thread: ScriptedThread
+        /// With `stamped`: the counter the watch reads its turns and stamps from.
+        let counter: StampingCounter?
+        /// Rounds that stepped the watch (the others were left out by its stamps).
+        private(set) var steps = 0
         let sink = StallReportFlowTests.FakeSink()
         let output = Output()
         let watch: ThreadWatch
@@ -31,12 +62,16 @@ import Testing
         private(set) var goneAt: Double?
         private var tick = 0
 
-        init(comm: String = "app") throws {
+        /// `stamped`: turns counted by the kernel with wait stamps (`StampingCounter`), as in
+        /// a watched family; else the stack rule.
+        init(comm: String = "app", stamped: Bool = false) throws {
             process = ScriptedProcess(comm: comm, exe: "/usr/bin/\(comm)", commandLine: [comm, "--serve"])
             thread = ScriptedThread(process: process)
+            let counter = stamped ? StampingCounter() : nil
+            self.counter = counter
             var options = MonitorOptions()
             options.threshold = 1
-            options.loopTurns = .stackRule
+            options.loopTurns = stamped ? .kernelCounter : .stackRule
             options.quiet = false
             options.minimumReportInterval = 0
             let output = output
@@ -44,7 +79,9 @@ import Testing
             let resources = ThreadWatch.Roles.Resources(
                 process: process, thread: thread, symbolizer: SampleSymbolizer(appFrames: AppFrameRule()),
                 classifier: ThreadStateClassifier(extraIdleSyscalls: []), sink: sink,
-                turnTracker: try LoopTurnTracker(tid: process.pid, mode: .stackRule, hasLoopProbe: false, log: log),
+                turnTracker: try LoopTurnTracker(
+                    tid: process.pid, mode: options.loopTurns, hasLoopProbe: false, log: log,
+                    openCounter: { _, _ in try counter ?? { throw NoWaker() }() }),
                 wakeUp: WakeUpArming(openWaker: { throw NoWaker() }),
                 workers: WorkerDelegation(follower: WorkerThreadFollower(target: WorkerThreadFollowerTests.FakeTarget())),
                 age: 3600, mainModule: { "app" }, clock: { output.now },
@@ -61,14 +98,39 @@ import Testing
         /// The thread does `doing` for `seconds`, stepped every 10 ms as the engine steps an
         /// awake watch (times counted in ticks, so they are the decimals they print as).
         func run(_ doing: ScriptedThread.Doing, for seconds: Double) {
+            // Between the last round and the next, as the kernel sees it.
+            let now = Double(tick) / 100 + 0.005
+            if case .waiting(let syscall) = thread.doing { counter?.left(syscall, at: now) }
             thread.start(doing)
+            if case .waiting(let syscall) = doing { counter?.entered(syscall, at: now) }
+            rounds(seconds)
+        }
+
+        /// The thread, in its wait, turns `perRound` times a round: each turn leaves the wait
+        /// and enters it again within the round, between two probes.
+        func turnQuickly(for seconds: Double, perRound: Int = 3) {
+            guard case .waiting(let syscall) = thread.doing, let counter else { return }
+            rounds(seconds) { now in
+                for turn in 0..<perRound {
+                    let at = now - 0.009 + Double(turn) * 0.003
+                    counter.left(syscall, at: at)
+                    counter.entered(syscall, at: at + 0.001)
+                }
+            }
+        }
+
+        /// `seconds` of rounds: an engine's, which steps the watch only when it needs it.
+        private func rounds(_ seconds: Double, before: (Double) -> Void = { _ in }) {
             for _ in 0..<Int((seconds * 100).rounded()) {
                 tick += 1
                 let now = Double(tick) / 100
                 output.now = now
                 process.advance(to: now)
                 thread.tick()
-                if goneAt == nil, !watch.step(at: now) { goneAt = now }
+                before(now)
+                guard goneAt == nil, watch.needsStep(at: now) else { continue }
+                steps += 1
+                if !watch.step(at: now) { goneAt = now }
             }
         }
 
@@ -178,5 +240,45 @@ import Testing
         #expect(!last.span.ongoing)
         #expect(harness.watch.summary.stalls.count == 1)
         #expect(!harness.watch.step(at: 2), "a finished watch is not stepped")
+    }
+
+    /// A watched family's loop that turns three times a round (a backend under pgbench):
+    /// its stamps say so, and it is probed about twice a second, not every round. Then one
+    /// handler busy 1.5 s: one stall, dated from the stamped exit and ended at the stamped
+    /// entry, exact to the tick; the turns are all counted.
+    @Test func aStampedLoopTurningFastIsProbedRarelyAndItsSlowTurnIsExact() throws {
+        let harness = try Harness(stamped: true)
+        harness.run(harness.home(), for: 0.5)
+        let settled = harness.steps
+        harness.turnQuickly(for: 2)
+        let quick = harness.steps - settled
+        #expect(quick <= 8, "200 rounds of quick turns: \(quick) probes")
+        #expect(harness.sink.reports.isEmpty)
+        harness.run(.running(["compute", "handle_request", "main_loop", "main"]), for: 1.5)
+        harness.run(harness.home(), for: 0.5)
+        harness.turnQuickly(for: 1)
+
+        let last = try #require(harness.sink.reports.last)
+        #expect(harness.sink.reports.allSatisfy { $0.id == 1 })
+        #expect(last.reason == .hang && !last.span.ongoing)
+        #expect(abs(last.span.durationSeconds - 1.5) <= 0.001, "\(last.span.durationSeconds)")
+        #expect(last.culpritName == "compute")
+        #expect(harness.watch.loopTurnCount >= 2 * 100 * 3, "every quick turn counted: \(harness.watch.loopTurnCount)")
+    }
+
+    /// The same loop, then a request that sleeps in a wait nested in its work (pg_sleep): one
+    /// blocked stall from the moment the stamps saw it leave its home wait.
+    @Test func aStampedLoopsNestedWaitIsABlockedStallFromItsHomeExit() throws {
+        let harness = try Harness(stamped: true)
+        harness.run(harness.home(), for: 0.5)
+        harness.turnQuickly(for: 1)
+        harness.run(.running(["parse", "handle_request", "main_loop", "main"]), for: 0.05)
+        harness.run(harness.nestedWait(in: "pg_sleep"), for: 1.45)
+        harness.run(harness.home(), for: 0.5)
+
+        let last = try #require(harness.sink.reports.last)
+        #expect(harness.sink.reports.allSatisfy { $0.id == 1 })
+        #expect(last.reason == .blocked)
+        #expect(abs(last.span.durationSeconds - 1.5) <= 0.001, "\(last.span.durationSeconds)")
     }
 }

@@ -75,10 +75,10 @@ struct StampedTurns {
 
     /// Whether the thread needs its probe this round. `mayGlance`: the watch allows it (no
     /// batch rule, nothing waiting to be written); `episodeOpen`: the detector has a busy
-    /// episode open, which only a stamped home entry may close.
+    /// episode open. That is probed every round, as without stamps: only a probe ends it (at
+    /// the stamped entry, when there is one), says it in time and samples it.
     func needsStep(at now: Double, margin: Double, mayGlance: Bool, episodeOpen: Bool) -> Bool {
-        guard mayGlance, !lost, !strange, !none, now - lastStep < Self.stepAtLeastEvery, let last else { return true }
-        if episodeOpen, sinceStep.lastHomeEntry == nil { return true }
+        guard mayGlance, !episodeOpen, !lost, !strange, !none, now - lastStep < Self.stepAtLeastEvery, let last else { return true }
         // In its wait: nothing to probe while the stamps keep coming, and none after a quiet
         // `sleepAfter`, when the probe lets it settle and sleep on its wake-up.
         if last.entered { return !fresh && now - last.time >= Self.sleepAfter }
