@@ -13,7 +13,8 @@ import Glibc
 /// calls per turn (`stall-fixtures syscall-loop`) reports the CPU nanoseconds of one call as it
 /// pays them; rounds alternate the modes so drift and warm-up fall on all of them:
 /// - unwatched;
-/// - watched, kernel counter (the default where permitted), stack rule;
+/// - watched, kernel counter (the default where permitted), stack rule, and the kernel counter
+///   with wait stamps (a family's members);
 /// - a bystander: unwatched while the agent watches *another* loop with the kernel counter, and
 ///   the same with the stack rule (no tracepoint: what the other loop and agent cost alone);
 /// - a bystander while the agent watches another loop that is idle, with the defaults: its
@@ -37,6 +38,9 @@ struct SyscallCostBenchmark {
         Mode(name: "unwatched", watch: nil, bystander: false),
         Mode(name: "kernel counter", watch: ["--loop-turns", "kernel-counter"], bystander: false),
         Mode(name: "stack rule", watch: ["--loop-turns", "stack-rule"], bystander: false),
+        // Watched as a family (`--follow-children`): the counter also stamps each wait's
+        // entry and exit (docs/architecture.md, "Wait stamps").
+        Mode(name: "kernel counter, stamped", watch: ["--loop-turns", "kernel-counter", "--follow-children"], bystander: false),
         Mode(name: "bystander", watch: ["--loop-turns", "kernel-counter"], bystander: true),
         // The same other loop and agent, without tracepoints: what sharing the machine costs.
         Mode(name: "bystander, stack rule", watch: ["--loop-turns", "stack-rule"], bystander: true),

@@ -56,8 +56,13 @@ public final class LoopTurnCounter {
     /// With stamps (see `init`): the ring every wait's entries and exits are written to, and
     /// which event id is an entry.
     private var ring: (pointer: UnsafeMutableRawPointer, bytes: Int)?
-    /// The drain's input: the entry events' ids (`addStamped`).
-    private var drainRequest = sa_wait_stamp_summary()
+    /// The drain's input (the entry events' ids, `addStamped`) and output, in memory of its own:
+    /// a C struct in a class's stored property was copied in and out at every drain.
+    private let drainRequest: UnsafeMutablePointer<sa_wait_stamp_summary> = {
+        let pointer = UnsafeMutablePointer<sa_wait_stamp_summary>.allocate(capacity: 1)
+        pointer.initialize(to: sa_wait_stamp_summary())
+        return pointer
+    }()
     private let stamped: Bool
 
     /// `waits`: the waits to count (names from `tracepointNames`), or nil for all of them.
@@ -151,12 +156,12 @@ public final class LoopTurnCounter {
         }
         fds.append(entryFD)
         stampOnly.append(exitFD)
-        let slot = Int(drainRequest.entry_id_count)
+        let slot = Int(drainRequest.pointee.entry_id_count)
         if slot < 8 {
-            withUnsafeMutableBytes(of: &drainRequest.entry_ids) {
+            withUnsafeMutableBytes(of: &drainRequest.pointee.entry_ids) {
                 $0.storeBytes(of: entryID, toByteOffset: slot * MemoryLayout<UInt64>.size, as: UInt64.self)
             }
-            drainRequest.entry_id_count += 1
+            drainRequest.pointee.entry_id_count += 1
         }
         counted.append(LoopTurnCounter.name(ofEntry: entry) ?? "")
         buffer = Array(repeating: 0, count: fds.count + 1)
@@ -176,10 +181,10 @@ public final class LoopTurnCounter {
     /// round for every awake thread of a family: no allocation, the adding up is C's.
     public func drainStamps(home: HomeWaitTracker.Site?) -> WaitStampSummary? {
         guard let ring else { return nil }
-        drainRequest.home_pc = home?.pc ?? 0
-        drainRequest.home_sp = home?.sp ?? 0
-        sa_perf_wait_stamps_drain(ring.pointer, ring.bytes, &drainRequest)
-        let raw = drainRequest
+        drainRequest.pointee.home_pc = home?.pc ?? 0
+        drainRequest.pointee.home_sp = home?.sp ?? 0
+        sa_perf_wait_stamps_drain(ring.pointer, ring.bytes, drainRequest)
+        let raw = drainRequest.pointee
         var summary = WaitStampSummary()
         summary.stamps = Int(raw.stamps)
         summary.lost = raw.lost != 0
@@ -192,6 +197,7 @@ public final class LoopTurnCounter {
     }
 
     deinit {
+        drainRequest.deallocate()
         fds.forEach { close($0) }
         stampOnly.forEach { close($0) }
         dropRing()
