@@ -40,7 +40,7 @@ struct SyscallCostBenchmark {
         Mode(name: "stack rule", watch: ["--loop-turns", "stack-rule"], bystander: false),
         // Watched as a family (`--follow-children`): the counter also stamps each wait's
         // entry and exit (docs/architecture.md, "Wait stamps").
-        Mode(name: "kernel counter, stamped", watch: ["--loop-turns", "kernel-counter", "--follow-children"], bystander: false),
+        Mode(name: "counter, stamped", watch: ["--loop-turns", "kernel-counter", "--follow-children"], bystander: false),
         Mode(name: "bystander", watch: ["--loop-turns", "kernel-counter"], bystander: true),
         // The same other loop and agent, without tracepoints: what sharing the machine costs.
         Mode(name: "bystander, stack rule", watch: ["--loop-turns", "stack-rule"], bystander: true),
