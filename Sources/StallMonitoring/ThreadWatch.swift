@@ -138,6 +138,7 @@ final class ThreadWatch {
             loopHealth.observe(at: entry, .idle)
         }
         var observation = observer.observe(at: now, turned: turned, in: self)
+        if let home = observer.lastHomeSite, home != stamps.home { stamps.learnHome(home) }
         if let state = loopProbeEdges.read() {
             observation = applyLoopProbe(state, to: observation)
         }

@@ -281,4 +281,19 @@ import Testing
         #expect(last.reason == .blocked)
         #expect(abs(last.span.durationSeconds - 1.5) <= 0.001, "\(last.span.durationSeconds)")
     }
+
+    /// A new process whose first stamps are its stall's (its counters opened while it sat in
+    /// its wait, and it never turned before the request): the home its probes saw is what the
+    /// stamps are added up against, so the stall ends at the stamped entry, not at the probe
+    /// after it.
+    @Test func aStallInTheFirstStampsEndsAtTheStampedEntry() throws {
+        let harness = try Harness(stamped: true)
+        harness.run(harness.home(), for: 0.3)
+        harness.run(harness.nestedWait(in: "pg_sleep"), for: 1.5)
+        harness.run(harness.home(), for: 0.3)
+
+        let last = try #require(harness.sink.reports.last)
+        #expect(last.reason == .blocked && !last.span.ongoing)
+        #expect(abs(last.span.durationSeconds - 1.5) <= 0.001, "\(last.span.durationSeconds)")
+    }
 }

@@ -23,6 +23,9 @@ final class MainThreadObserver {
         func children() -> String
     }
 
+    /// The raw site (PC and SP of the system call) of the last home wait a probe found the
+    /// thread in: what its wait stamps are added up against (`StampedTurns`).
+    private(set) var lastHomeSite: HomeWaitTracker.Site?
     /// CPU time, call and nesting the latest probe read (see the type).
     private(set) var readings = ProbeReadings()
     /// Home and nested waits, parking, lock waits and the user's frames (see the type).
@@ -156,6 +159,7 @@ final class MainThreadObserver {
     /// The process exec'd: the old program's wait sites, loop frames and parking, and its last
     /// classified call, are forgotten.
     func forgetOldProgram() {
+        lastHomeSite = nil
         waitSites.reset()
         activities.forget()
     }
@@ -180,6 +184,9 @@ final class MainThreadObserver {
         let look = waitSites.look(at: syscall, turned: turned, evidence: turnTracker.evidence, in: target)
         if look.unchanged { wakeUp.noteUnchangedWait(syscall) }
         if look.learnedLoopFrames { flow.update { $0.setLoopFrames(waitSites.loopFrames) } }
+        if look.verdict == .home, let pc = syscall.programCounter, let sp = syscall.stackPointer {
+            lastHomeSite = HomeWaitTracker.Site(pc: pc, sp: sp)
+        }
         return look.verdict
     }
 

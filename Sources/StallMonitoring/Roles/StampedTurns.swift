@@ -102,6 +102,14 @@ struct StampedTurns {
         return lost ? AtStep() : sinceStep
     }
 
+    /// A probe found the thread in its home wait at `site`: the stamps are added up against it
+    /// from now on. Learnt from the stamps alone, a thread whose first stamps were its stall's
+    /// (a new backend whose counters opened after its first query) had no home when the stall
+    /// ended, and the end was dated by the probe (a `pg_sleep(2)` said as 2.03–2.06 s).
+    mutating func learnHome(_ site: HomeWaitTracker.Site) {
+        knownHome = site
+    }
+
     /// A new program (an exec): its home sites are not the old one's.
     mutating func forgetSites() {
         knownHome = nil
