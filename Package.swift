@@ -147,7 +147,7 @@ let package = Package(
             name: "StallMonitoringTests",
             dependencies: [
                 "StallMonitoring", "StallDetection", "StallProc", "StallCapture", "StallSymbols", "StallReports",
-                "ReportTestSupport",
+                "ReportTestSupport", "CPosix",
             ]),
         // Config files, settings precedence, units' cgroups, journal fields, retention.
         .testTarget(

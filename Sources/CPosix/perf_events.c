@@ -61,9 +61,49 @@ int sa_perf_tracepoint_counter(uint64_t config, pid_t tid, int group_fd) {
   return (int)syscall(SYS_perf_event_open, &attr, tid, -1, group_fd, PERF_FLAG_FD_CLOEXEC);
 }
 
-// ---- wait stamps ---------------------------------------------------------------------
+// ---- reading a mapped ring (stamps, waker, sampler) -----------------------------------
 
-static void ring_copy(const uint8_t *data, uint64_t size, uint64_t at, void *out, size_t n);
+// Copies `n` bytes at ring offset `at` (which may wrap) into `out`.
+static void ring_copy(const uint8_t *data, uint64_t size, uint64_t at, void *out, size_t n) {
+  uint64_t start = at % size;
+  size_t first = n < size - start ? n : (size_t)(size - start);
+  memcpy(out, data + start, first);
+  if (n > first) memcpy((uint8_t *)out + first, data, n - first);
+}
+
+// One pass over a ring's unread records: the head is read once, so records the kernel adds
+// during the pass wait for the next one.
+struct ring_view {
+  struct perf_event_mmap_page *meta;
+  const uint8_t *data;
+  uint64_t size, head, tail;
+};
+
+static struct ring_view ring_open(const void *ring, size_t ring_bytes) {
+  size_t page = (size_t)sysconf(_SC_PAGESIZE);
+  struct ring_view view = {.meta = (struct perf_event_mmap_page *)ring,
+                           .data = (const uint8_t *)ring + page,
+                           .size = ring_bytes - page};
+  view.head = __atomic_load_n(&view.meta->data_head, __ATOMIC_ACQUIRE);
+  view.tail = view.meta->data_tail;
+  return view;
+}
+
+// The header of the record at the view's tail: 1 when there is one, 0 at the head, -1 when
+// its size cannot be right (a torn ring: the caller stops reading it).
+static int ring_header(const struct ring_view *view, struct perf_event_header *header) {
+  if (view->tail + sizeof *header > view->head) return 0;
+  ring_copy(view->data, view->size, view->tail, header, sizeof *header);
+  if (header->size < sizeof *header || view->tail + header->size > view->head) return -1;
+  return 1;
+}
+
+// Copies `n` bytes from `offset` into the record at the view's tail.
+static void ring_body(const struct ring_view *view, uint64_t offset, void *out, size_t n) {
+  ring_copy(view->data, view->size, view->tail + offset, out, n);
+}
+
+// ---- wait stamps ---------------------------------------------------------------------
 
 // perf_regs.h (x86): SP is bit 7, IP bit 8; a sample lists them in bit order.
 enum { STAMP_REGS = (1u << 7) | (1u << 8) };
@@ -114,30 +154,20 @@ int sa_perf_tracepoint_stamper(uint64_t config, pid_t tid, int group_fd, int rin
 // Added up here, not handed to Swift one by one: every awake thread of a family is drained
 // every round, most of them several stamps at one site.
 void sa_perf_wait_stamps_drain(void *ring, size_t ring_bytes, sa_wait_stamp_summary *summary) {
-  struct perf_event_mmap_page *meta = ring;
-  size_t page = (size_t)sysconf(_SC_PAGESIZE);
-  const uint8_t *data = (const uint8_t *)ring + page;
-  uint64_t size = ring_bytes - page;
-  uint64_t head = __atomic_load_n(&meta->data_head, __ATOMIC_ACQUIRE);
-  uint64_t tail = meta->data_tail;
+  struct ring_view view = ring_open(ring, ring_bytes);
   summary->stamps = 0;
   summary->lost = 0;
   summary->other_sites = 0;
   summary->last_home_entry_ns = 0;
   summary->left_home_ns = 0;
-  while (tail + sizeof(struct perf_event_header) <= head) {
-    struct perf_event_header header;
-    ring_copy(data, size, tail, &header, sizeof header);
-    if (header.size < sizeof header || tail + header.size > head) {
-      summary->lost = 1;
-      tail = head;
-      break;
-    }
+  struct perf_event_header header;
+  int found;
+  while ((found = ring_header(&view, &header)) > 0) {
     if (header.type == PERF_RECORD_LOST) summary->lost = 1;
     if (header.type == PERF_RECORD_SAMPLE) {
       uint64_t fields[5] = {0};  // identifier, time, ABI, SP, IP (no registers: ABI 0)
       size_t body = header.size - sizeof header;
-      ring_copy(data, size, tail + sizeof header, fields, body < sizeof fields ? body : sizeof fields);
+      ring_body(&view, sizeof header, fields, body < sizeof fields ? body : sizeof fields);
       uint64_t sp = fields[2] ? fields[3] : 0, pc = fields[2] ? fields[4] : 0;
       int entered = 0;
       for (int i = 0; i < summary->entry_id_count && i < 8; i++) entered |= fields[0] == summary->entry_ids[i];
@@ -156,9 +186,13 @@ void sa_perf_wait_stamps_drain(void *ring, size_t ring_bytes, sa_wait_stamp_summ
         summary->left_home_ns = fields[1];
       }
     }
-    tail += header.size;
+    view.tail += header.size;
   }
-  __atomic_store_n(&meta->data_tail, tail, __ATOMIC_RELEASE);
+  if (found < 0) {
+    summary->lost = 1;
+    view.tail = view.head;
+  }
+  __atomic_store_n(&view.meta->data_tail, view.tail, __ATOMIC_RELEASE);
 }
 
 void sa_perf_wait_stamps_unmap(void *ring, size_t ring_bytes) {
@@ -213,24 +247,17 @@ int sa_perf_waker_arm(int fd, void *ring) {
 int sa_perf_waker_disarm(int fd) { return ioctl(fd, PERF_EVENT_IOC_DISABLE, 0); }
 
 int sa_perf_waker_first_exit(const void *ring, uint64_t *time_ns) {
-  const struct perf_event_mmap_page *meta = ring;
-  size_t page = (size_t)sysconf(_SC_PAGESIZE);
-  const uint8_t *data = (const uint8_t *)ring + page;
-  uint64_t size = waker_ring_bytes() - page;
-  uint64_t head = __atomic_load_n(&meta->data_head, __ATOMIC_ACQUIRE);
-  uint64_t tail = meta->data_tail;
-  while (tail + sizeof(struct perf_event_header) <= head) {
-    struct perf_event_header header;
-    ring_copy(data, size, tail, &header, sizeof header);
-    if (header.size < sizeof header) return -1;
+  struct ring_view view = ring_open(ring, waker_ring_bytes());
+  struct perf_event_header header;
+  while (ring_header(&view, &header) > 0) {
     if (header.type == PERF_RECORD_SWITCH) {
       // A switch-out first: the thread was running when armed, so when it left is unknown.
       if (header.misc & PERF_RECORD_MISC_SWITCH_OUT) return -1;
       if (header.size < sizeof header + sizeof(uint64_t)) return -1;
-      ring_copy(data, size, tail + sizeof header, time_ns, sizeof *time_ns);
+      ring_body(&view, sizeof header, time_ns, sizeof *time_ns);
       return 0;
     }
-    tail += header.size;
+    view.tail += header.size;
   }
   return -1;
 }
@@ -289,40 +316,26 @@ int sa_perf_stack_sampler_pending(const void *ring) {
   return __atomic_load_n(&meta->data_head, __ATOMIC_ACQUIRE) != meta->data_tail;
 }
 
-// Copies `n` bytes at ring offset `at` (which may wrap) into `out`.
-static void ring_copy(const uint8_t *data, uint64_t size, uint64_t at, void *out, size_t n) {
-  uint64_t start = at % size;
-  size_t first = n < size - start ? n : (size_t)(size - start);
-  memcpy(out, data + start, first);
-  if (n > first) memcpy((uint8_t *)out + first, data, n - first);
-}
-
 int sa_perf_stack_sampler_latest(void *ring, size_t ring_bytes, uint64_t regs[SA_PERF_SAMPLE_REGISTERS],
                                  uint64_t *time_ns, uint8_t *stack, size_t stack_cap, size_t *stack_len,
                                  uint64_t *lost) {
-  struct perf_event_mmap_page *meta = ring;
-  size_t page = (size_t)sysconf(_SC_PAGESIZE);
-  const uint8_t *data = (const uint8_t *)ring + page;
-  uint64_t size = ring_bytes - page;
-  uint64_t head = __atomic_load_n(&meta->data_head, __ATOMIC_ACQUIRE);
-  uint64_t tail = meta->data_tail;
+  struct ring_view view = ring_open(ring, ring_bytes);
+  const uint8_t *data = view.data;
+  uint64_t size = view.size, head = view.head;
   uint64_t newest = UINT64_MAX;
   int result = 0;
-  while (tail + sizeof(struct perf_event_header) <= head) {
-    struct perf_event_header header;
-    ring_copy(data, size, tail, &header, sizeof header);
-    if (header.size < sizeof header || tail + header.size > head) {
-      result = -1;
-      break;
-    }
-    if (header.type == PERF_RECORD_SAMPLE) newest = tail;
+  struct perf_event_header header;
+  int found;
+  while ((found = ring_header(&view, &header)) > 0) {
+    if (header.type == PERF_RECORD_SAMPLE) newest = view.tail;
     if (header.type == PERF_RECORD_LOST && lost) {
       uint64_t fields[2];
-      ring_copy(data, size, tail + sizeof header, fields, sizeof fields);
+      ring_body(&view, sizeof header, fields, sizeof fields);
       *lost += fields[1];
     }
-    tail += header.size;
+    view.tail += header.size;
   }
+  if (found < 0) result = -1;
   if (newest != UINT64_MAX && result == 0) {
     uint64_t at = newest + sizeof(struct perf_event_header);
     uint64_t abi = 0, value = 0;
@@ -357,7 +370,7 @@ int sa_perf_stack_sampler_latest(void *ring, size_t ring_bytes, uint64_t regs[SA
       result = 0;
     }
   }
-  __atomic_store_n(&meta->data_tail, head, __ATOMIC_RELEASE);
+  __atomic_store_n(&view.meta->data_tail, head, __ATOMIC_RELEASE);
   return result;
 }
 

@@ -55,6 +55,7 @@ final class ThreadWatch {
         self.target = target
         self.roles = roles
         self.options = options
+        glanceMargin = 2 * options.probeInterval
         self.summary = summary
         self.appendLoopHealth = appendLoopHealth
         self.log = log
@@ -89,17 +90,14 @@ final class ThreadWatch {
         guard !finished, drainStamps() else { return true }
         // Armed to record when it leaves its wait: the next step reads the record, which
         // says only the first exit after the arming; rounds left out would make it stale.
-        if recordArmed { return true }
+        if roles.wakeUp.recording { return true }
         return stamps.needsStep(at: now, margin: glanceMargin, mayGlance: afterStep.mayGlance, episodeOpen: afterStep.episodeOpen)
     }
 
     /// What the last step left that a glance needs: only a step changes it, and reading it off
     /// the detector (a value) at every glance copied the detector each time.
     private var afterStep = (mayGlance: false, episodeOpen: false)
-    private lazy var glanceMargin = 2 * options.probeInterval
-    /// `WakeUpArming.recording` as the last arming left it (kept here: one object fewer to
-    /// read per glance).
-    private var recordArmed = false
+    private let glanceMargin: Double
 
     /// Takes the stamps since the last drain; false when there are none to take (not stamped).
     @discardableResult
@@ -115,7 +113,6 @@ final class ThreadWatch {
         guard !finished else { return false }
         let (wakeUp, observer, sampler) = (roles.wakeUp, roles.observer, roles.sampler)
         wakeUp.beginStep()
-        recordArmed = wakeUp.recording
         drainStamps()
         let stamped = stamps.beginStep(at: now, isHome: { observer.isKnownHome(raw: $0) })
         // Stamped leaving its home wait since the last probe (the last such exit), or woken by
@@ -295,7 +292,6 @@ final class ThreadWatch {
         let fd = roles.wakeUp.arm(
             eligible: calm && identity.checks.checked, recordOnly: calm,
             counterUnchanged: { turnTracker.counterUnchanged() }, syscall: { target.syscall() })
-        recordArmed = roles.wakeUp.recording
         if fd != nil {
             turnTracker.rest(at: loopProbeEdges.lastFedTime)
             // Not read while asleep: one descriptor per sleeping process, the wake-up.
@@ -306,7 +302,6 @@ final class ThreadWatch {
 
     func disarmWakeUp() {
         roles.wakeUp.disarm()
-        recordArmed = roles.wakeUp.recording
     }
 }
 

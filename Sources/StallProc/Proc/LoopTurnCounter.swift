@@ -181,10 +181,19 @@ public final class LoopTurnCounter {
     /// round for every awake thread of a family: no allocation, the adding up is C's.
     public func drainStamps(home: HomeWaitTracker.Site?) -> WaitStampSummary? {
         guard let ring else { return nil }
-        drainRequest.pointee.home_pc = home?.pc ?? 0
-        drainRequest.pointee.home_sp = home?.sp ?? 0
-        sa_perf_wait_stamps_drain(ring.pointer, ring.bytes, drainRequest)
-        let raw = drainRequest.pointee
+        return Self.drain(ring: ring.pointer, bytes: ring.bytes, request: drainRequest, home: home)
+    }
+
+    /// `sa_perf_wait_stamps_drain` on one ring, read back as a summary (apart for its tests,
+    /// which hand it a ring written by hand).
+    static func drain(
+        ring: UnsafeMutableRawPointer, bytes: Int, request: UnsafeMutablePointer<sa_wait_stamp_summary>,
+        home: HomeWaitTracker.Site?
+    ) -> WaitStampSummary {
+        request.pointee.home_pc = home?.pc ?? 0
+        request.pointee.home_sp = home?.sp ?? 0
+        sa_perf_wait_stamps_drain(ring, bytes, request)
+        let raw = request.pointee
         var summary = WaitStampSummary()
         summary.stamps = Int(raw.stamps)
         summary.lost = raw.lost != 0

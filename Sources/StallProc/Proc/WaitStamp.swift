@@ -21,35 +21,4 @@ public struct WaitStampSummary: Equatable, Sendable {
     public var leftHome: Double?
 
     public init() {}
-
-    /// One stamp, as the kernel wrote it.
-    public struct Stamp: Equatable, Sendable {
-        public var entered: Bool
-        public var time: Double
-        public var site: HomeWaitTracker.Site
-
-        public init(entered: Bool, time: Double, site: HomeWaitTracker.Site) {
-            self.entered = entered
-            self.time = time
-            self.site = site
-        }
-    }
-
-    /// `stamps` added up against `home` the way the drain does it (for fakes).
-    public init(_ stamps: [Stamp], home: HomeWaitTracker.Site?, lost: Bool = false) {
-        self.lost = lost
-        for stamp in stamps {
-            self.stamps += 1
-            lastEntered = stamp.entered
-            lastTime = stamp.time
-            if stamp.site != home {
-                if otherSite == nil { otherSite = stamp.site }
-            } else if stamp.entered {
-                lastHomeEntry = stamp.time
-                leftHome = nil
-            } else {
-                leftHome = stamp.time
-            }
-        }
-    }
 }
