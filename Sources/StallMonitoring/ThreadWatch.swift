@@ -56,6 +56,7 @@ final class ThreadWatch {
         self.roles = roles
         self.options = options
         glanceMargin = 2 * options.probeInterval
+        glanceEvery = 3 * options.probeInterval
         self.summary = summary
         self.appendLoopHealth = appendLoopHealth
         self.log = log
@@ -87,17 +88,27 @@ final class ThreadWatch {
     /// Whether this round must probe the thread: false while the kernel's wait stamps show it
     /// turning through its home wait (see `StampedTurns`). Reads memory only.
     func needsStep(at now: Double) -> Bool {
-        guard !finished, drainStamps() else { return true }
+        guard !finished else { return true }
+        // Left in its wait at the last glance: not looked at again before then.
+        if now < glanceAgain { return false }
+        guard drainStamps() else { return true }
         // Armed to record when it leaves its wait: the next step reads the record, which
         // says only the first exit after the arming; rounds left out would make it stale.
         if roles.wakeUp.recording { return true }
-        return stamps.needsStep(at: now, margin: glanceMargin, mayGlance: afterStep.mayGlance, episodeOpen: afterStep.episodeOpen)
+        let needed = stamps.needsStep(
+            at: now, margin: glanceMargin, mayGlance: afterStep.mayGlance, episodeOpen: afterStep.episodeOpen)
+        if !needed { glanceAgain = stamps.nextGlance(after: now, every: glanceEvery) }
+        return needed
     }
 
     /// What the last step left that a glance needs: only a step changes it, and reading it off
     /// the detector (a value) at every glance copied the detector each time.
     private var afterStep = (mayGlance: false, episodeOpen: false)
     private let glanceMargin: Double
+    /// How often a thread left in its home wait has its stamps looked at (`StampedTurns.nextGlance`).
+    private let glanceEvery: Double
+    /// Not before this time (set by a glance; a step clears it).
+    private var glanceAgain = -Double.infinity
 
     /// Takes the stamps since the last drain; false when there are none to take (not stamped).
     @discardableResult
@@ -113,6 +124,7 @@ final class ThreadWatch {
         guard !finished else { return false }
         let (wakeUp, observer, sampler) = (roles.wakeUp, roles.observer, roles.sampler)
         wakeUp.beginStep()
+        glanceAgain = -.infinity
         drainStamps()
         let stamped = stamps.beginStep(at: now, isHome: { observer.isKnownHome(raw: $0) })
         // Stamped leaving its home wait since the last probe (the last such exit), or woken by

@@ -85,6 +85,17 @@ struct StampedTurns {
         return now - last.time >= margin
     }
 
+    /// When the stamps need looking at again, after a round that left the probe out at `now`:
+    /// in its wait (the last stamp an entry), a thread can only begin a turn, which its exit
+    /// stamp dates to the kernel's time; seen `every` later it is still seen long before any
+    /// threshold, and glancing at every round was a third of a busy family's cost. Never later
+    /// than the half-second probe or the time it may settle. A turn in progress is looked at
+    /// every round (`now`): it is probed once it is older than the margin.
+    func nextGlance(after now: Double, every: Double) -> Double {
+        guard let last, last.entered else { return now }
+        return min(now + every, lastStep + Self.stepAtLeastEvery, max(now, last.time + Self.sleepAfter))
+    }
+
     /// A step begins at `now`: what the stamps since the last one say (nothing when some were
     /// lost), and they are taken.
     mutating func beginStep(at now: Double, isHome: (HomeWaitTracker.Site) -> Bool) -> AtStep {

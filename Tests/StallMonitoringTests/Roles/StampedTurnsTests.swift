@@ -67,6 +67,22 @@ import Testing
         #expect(Self.glance(&turns, [], at: 1.002 + StampedTurns.sleepAfter), "quiet long enough: the probe lets it sleep")
     }
 
+    @Test func aThreadBackInItsWaitIsLookedAtLessOftenButNeverPastItsProbes() {
+        var turns = Self.started()
+        #expect(!Self.glance(&turns, [Self.exit(1.001), Self.entry(1.002)], at: 1.01))
+        #expect(turns.nextGlance(after: 1.01, every: 0.03) == 1.04, "in its wait: looked at again 3 rounds on")
+        // A turn in progress: every round, so that it is probed once older than the margin.
+        #expect(!Self.glance(&turns, [Self.exit(1.045)], at: 1.05))
+        #expect(turns.nextGlance(after: 1.05, every: 0.03) == 1.05)
+        // Never past the half-second probe (the last step was at 1.0) nor the time to settle.
+        #expect(!Self.glance(&turns, [Self.entry(1.48)], at: 1.49))
+        #expect(turns.nextGlance(after: 1.49, every: 0.03) == 1.0 + StampedTurns.stepAtLeastEvery)
+        var quiet = Self.started()
+        #expect(!Self.glance(&quiet, [Self.exit(1.001), Self.entry(1.002)], at: 1.01))
+        #expect(!Self.glance(&quiet, [], at: 1.49))
+        #expect(quiet.nextGlance(after: 1.49, every: 0.03) == 1.0 + StampedTurns.stepAtLeastEvery)
+    }
+
     @Test func aProbeAtLeastEveryHalfSecondAndNoneLeftOutWhenTheWatchForbidsIt() {
         var turns = Self.started()
         var now = 1.0
