@@ -300,7 +300,9 @@ final class ThreadWatch {
 
     /// See `StallMonitor.armWakeUp`.
     func armWakeUp() -> Int32? {
-        let calm = !finished && !detector.isInEpisode
+        // A thread its stamps show turning briskly is glanced at, not slept on (see
+        // `StampedTurns.briskStampsPerSecond`); the stamps date its exits.
+        let calm = !finished && !detector.isInEpisode && !stamps.turnsBriskly
         let fd = roles.wakeUp.arm(
             eligible: calm && identity.checks.checked, recordOnly: calm,
             counterUnchanged: { turnTracker.counterUnchanged() }, syscall: { target.syscall() })

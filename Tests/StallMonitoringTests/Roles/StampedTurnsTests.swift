@@ -83,6 +83,39 @@ import Testing
         #expect(quiet.nextGlance(after: 1.49, every: 0.03) == 1.0 + StampedTurns.stepAtLeastEvery)
     }
 
+    /// Judged over a quarter of a second of steps and glances: a backend turning hundreds of
+    /// times a second is not slept on; one that went quiet, or a helper ticking 5 times a
+    /// second, is.
+    @Test func aThreadTurningBrisklyIsNotSleptOnAndAQuietOrSlowOneIs() {
+        var turns = Self.started()
+        var now = 1.0
+        // 300 turns a second, stepped every 50 ms (two probes that found it settled).
+        for _ in 0..<8 {
+            let stamps = (0..<15).flatMap { turn in
+                let at = now + Double(turn) / 300
+                return [Self.exit(at), Self.entry(at + 0.001)]
+            }
+            now += 0.05
+            _ = Self.glance(&turns, stamps, at: now)
+            _ = turns.beginStep(at: now, isHome: { $0 == Self.home })
+        }
+        #expect(turns.turnsBriskly)
+        // Quiet for half a second: judged again, no longer brisk.
+        now += 0.5
+        _ = Self.glance(&turns, [], at: now)
+        _ = turns.beginStep(at: now, isHome: { $0 == Self.home })
+        #expect(!turns.turnsBriskly)
+        // A helper turning 5 times a second.
+        var helper = Self.started()
+        now = 1.0
+        for _ in 0..<10 {
+            now += 0.2
+            _ = Self.glance(&helper, [Self.exit(now - 0.002), Self.entry(now - 0.001)], at: now)
+            _ = helper.beginStep(at: now, isHome: { $0 == Self.home })
+            #expect(!helper.turnsBriskly)
+        }
+    }
+
     @Test func aProbeAtLeastEveryHalfSecondAndNoneLeftOutWhenTheWatchForbidsIt() {
         var turns = Self.started()
         var now = 1.0
