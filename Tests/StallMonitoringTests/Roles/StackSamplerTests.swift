@@ -130,6 +130,30 @@ import Testing
 
     /// Another tracer holding the target: no stack, a failure counted, an empty sample still
     /// timed, and one line for the tracer however many samples it refuses.
+    /// A thread asleep since the probe before its last sample (its CPU time unchanged) is not
+    /// copied again: the sample repeats the last one's frames at the new time. Once it ran, or
+    /// is in another kind of wait, it is taken afresh.
+    @Test func aThreadThatHasNotRunSinceItsLastSampleIsNotTakenAgain() throws {
+        let harness = Harness(busyUntil: 1.2)
+        harness.target.stopFree = Self.taken(.withoutStop)
+        let sampler = harness.sampler
+        func sample(_ now: Double, _ activity: ThreadActivity, cpu: UInt64) -> StackSampler.Outcome {
+            sampler.sample(at: now, activity: activity, cpuNanos: cpu, in: harness.watch, isBackInLoop: { _ in false })
+        }
+        #expect(sample(1.05, .blockedCall, cpu: 500) == .taken(withStop: false))
+        #expect(harness.target.stopFreeAsked == 1)
+        #expect(sample(1.10, .blockedCall, cpu: 500) == .taken(withStop: false))
+        #expect(sample(1.15, .blockedCall, cpu: 500) == .taken(withStop: false))
+        #expect(harness.target.stopFreeAsked == 1, "asleep since: the last sample's frames again")
+        let recorded = harness.flow.detector.ring.samples.suffix(3)
+        #expect(recorded.map(\.time) == [1.05, 1.10, 1.15])
+        #expect(Set(recorded.map(\.frames)).count == 1)
+        #expect(sample(1.20, .blockedCall, cpu: 501) == .taken(withStop: false))
+        #expect(harness.target.stopFreeAsked == 2, "it ran: taken again")
+        #expect(sample(1.25, .ioWait, cpu: 501) == .taken(withStop: false))
+        #expect(harness.target.stopFreeAsked == 3, "another kind of wait: taken again")
+    }
+
     @Test func anotherTracerIsSaidOnce() {
         let harness = Harness(busyUntil: 1.8)
         harness.target.capture = { throw StallAgentError.alreadyTraced(pid: 4242, tracer: 777) }
