@@ -109,7 +109,8 @@ static void ring_body(const struct ring_view *view, uint64_t offset, void *out, 
 enum { STAMP_REGS = (1u << 7) | (1u << 8) };
 
 // A stamp is header, identifier, time, ABI, SP, PC: 48 bytes. Two data pages hold 170, a
-// round's worth for any loop (drained every round while the thread is awake); a full ring
+// round's worth for any loop (drained every round while the thread turns fast, every third
+// round while it sits in its wait with few stamps: StampedTurns.nextGlance); a full ring
 // drops records and says so (PERF_RECORD_LOST), and the agent probes as it did without.
 static size_t stamp_data_bytes(void) { return 2 * (size_t)sysconf(_SC_PAGESIZE); }
 

@@ -227,7 +227,7 @@ final class ThreadWatch {
         if detector.phase == .batch, identity.executableChanged { identity.noteExec(at: now, in: self) }
         let observer = roles.observer
         switch roles.sampler.sample(
-            at: now, activity: activity, cpuNanos: observer.readings.cpuNanos, in: self,
+            at: now, activity: activity, cpuNanos: observer.readings.cpuNanos, cpuRead: observer.readings.schedstatRead, in: self,
             isBackInLoop: { observer.waitSites.isBackInLoop($0) })
         {
         case .awaitingKernelSample: break

@@ -7,6 +7,8 @@ struct ProbeReadings {
     /// schedstat: counts that only grow, whatever a probe fails to read.
     private(set) var cpuNanos: UInt64 = 0
     private(set) var runQueueNanos: UInt64 = 0
+    /// The latest probe read the schedstat (the counts above are its own, not an older probe's).
+    private(set) var schedstatRead = false
     /// The system call the latest probe found the thread in.
     var syscallNumber: Int?
     /// True while the latest probe found the thread in a wait nested inside work.
@@ -14,6 +16,7 @@ struct ProbeReadings {
 
     /// A probe's schedstat, nil when it could not be read.
     mutating func took(_ schedstat: ProcSchedstat?) {
+        schedstatRead = schedstat != nil
         cpuNanos = schedstat?.cpuNanos ?? cpuNanos
         runQueueNanos = schedstat?.runQueueNanos ?? runQueueNanos
     }

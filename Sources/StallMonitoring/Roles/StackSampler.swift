@@ -67,9 +67,10 @@ final class StackSampler {
     private var detector: StallDetector { flow.detector }
 
     /// Samples the thread found in `activity` at `now`; `cpuNanos` is the main thread's CPU time
-    /// at the probe, `isBackInLoop` says whether a capture caught the loop in its own wait.
+    /// at the probe (`cpuRead`: that probe read it, rather than keeping an older count),
+    /// `isBackInLoop` says whether a capture caught the loop in its own wait.
     func sample(
-        at now: Double, activity: ThreadActivity, cpuNanos: UInt64, in watch: StallReportFlow.Watch,
+        at now: Double, activity: ThreadActivity, cpuNanos: UInt64, cpuRead: Bool = true, in watch: StallReportFlow.Watch,
         isBackInLoop: (ThreadSnapshot) -> Bool
     ) -> Outcome {
         // No stop for a sample the kernel is about to take: asked again at the next probe.
@@ -81,7 +82,7 @@ final class StackSampler {
         // nothing is copied, unwound or named again. A blocked stall of 2 s in a family
         // (PostgreSQL's pg_sleep) cost the agent 80 ms of CPU, most of it forty identical
         // samples of a sleeping backend.
-        if let last = lastAsleep, cpuNanos > 0, last.cpuNanos == cpuNanos, last.activity == activity,
+        if let last = lastAsleep, cpuRead, cpuNanos > 0, last.cpuNanos == cpuNanos, last.activity == activity,
             workers.followed == nil
         {
             flow.statistics.recordWithoutStop()

@@ -26,8 +26,9 @@ struct StampedTurns {
     private(set) var strange = false
     /// The last stamp: an entry (true) or an exit, and when.
     private var last: (entered: Bool, time: Double)?
-    /// Stamps came in at the latest drain.
+    /// Stamps came in at the latest drain, and how many.
     private var fresh = false
+    private var lastDrained = 0
     private var lastStep = -Double.infinity
     /// The last site found home: almost every stamp of a loop is at it.
     private var knownHome: HomeWaitTracker.Site?
@@ -53,6 +54,9 @@ struct StampedTurns {
     /// an eighth of the agent's time. A slow ticker (a helper waking every 200 ms) still sleeps:
     /// it lets the engine sleep too.
     static let briskStampsPerSecond = 40.0
+    /// Stamps at one drain past which the ring (170 stamps, `sa_perf_tracepoint_stamper`) is
+    /// drained every round.
+    static let drainedForEveryRound = 40
     /// The window the rate is judged over (across steps, sleeps and glances).
     static let rateWindow = 0.25
 
@@ -71,6 +75,7 @@ struct StampedTurns {
     /// wait's (asked only of a stamp at another site).
     mutating func take(_ drained: WaitStampSummary, isHome: (HomeWaitTracker.Site) -> Bool) {
         fresh = drained.stamps > 0
+        lastDrained = drained.stamps
         rateStamps += drained.stamps
         guard drained.stamps > 0 || drained.lost else { return }
         none = none && drained.stamps == 0
@@ -109,7 +114,9 @@ struct StampedTurns {
     /// than the half-second probe or the time it may settle. A turn in progress is looked at
     /// every round (`now`): it is probed once it is older than the margin.
     func nextGlance(after now: Double, every: Double) -> Double {
-        guard let last, last.entered else { return now }
+        // A thread that filled a good part of its ring since the last look (170 stamps) would
+        // overflow it in three rounds: looked at every round, as before.
+        guard let last, last.entered, lastDrained < Self.drainedForEveryRound else { return now }
         return min(now + every, lastStep + Self.stepAtLeastEvery, max(now, last.time + Self.sleepAfter))
     }
 

@@ -128,8 +128,6 @@ import Testing
         #expect(harness.flow.detector.episodeStartTime == 1.8)
     }
 
-    /// Another tracer holding the target: no stack, a failure counted, an empty sample still
-    /// timed, and one line for the tracer however many samples it refuses.
     /// A thread asleep since the probe before its last sample (its CPU time unchanged) is not
     /// copied again: the sample repeats the last one's frames at the new time. Once it ran, or
     /// is in another kind of wait, it is taken afresh.
@@ -152,8 +150,27 @@ import Testing
         #expect(harness.target.stopFreeAsked == 2, "it ran: taken again")
         #expect(sample(1.25, .ioWait, cpu: 501) == .taken(withStop: false))
         #expect(harness.target.stopFreeAsked == 3, "another kind of wait: taken again")
+        // A probe that could not read the CPU time says nothing of whether the thread ran.
+        #expect(
+            sampler.sample(at: 1.30, activity: .ioWait, cpuNanos: 501, cpuRead: false, in: harness.watch, isBackInLoop: { _ in false })
+                == .taken(withStop: false))
+        #expect(harness.target.stopFreeAsked == 4, "CPU time not read: taken again")
     }
 
+    /// A sample taken with a ptrace stop is not repeated: the stop itself ran the thread.
+    @Test func aSampleTakenWithAStopIsNotRepeated() {
+        let harness = Harness(busyUntil: 1.8)
+        harness.target.capture = { StackSamplerTests.taken(.ptraceStop, pauseNanos: 40_000) }
+        func sample(_ now: Double) -> StackSampler.Outcome {
+            harness.sampler.sample(at: now, activity: .blockedCall, cpuNanos: 700, in: harness.watch, isBackInLoop: { _ in false })
+        }
+        #expect(sample(1.8) == .taken(withStop: true))
+        #expect(sample(1.85) == .taken(withStop: true))
+        #expect(harness.target.captures == 2)
+    }
+
+    /// Another tracer holding the target: no stack, a failure counted, an empty sample still
+    /// timed, and one line for the tracer however many samples it refuses.
     @Test func anotherTracerIsSaidOnce() {
         let harness = Harness(busyUntil: 1.8)
         harness.target.capture = { throw StallAgentError.alreadyTraced(pid: 4242, tracer: 777) }

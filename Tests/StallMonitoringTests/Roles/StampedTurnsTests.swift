@@ -77,6 +77,11 @@ import Testing
         // Never past the half-second probe (the last step was at 1.0) nor the time to settle.
         #expect(!Self.glance(&turns, [Self.entry(1.48)], at: 1.49))
         #expect(turns.nextGlance(after: 1.49, every: 0.03) == 1.0 + StampedTurns.stepAtLeastEvery)
+        // A thread that filled much of its ring since the last look: every round.
+        var fast = Self.started()
+        let many = (0..<30).flatMap { turn in [Self.exit(1.001 + Double(turn) * 0.0002), Self.entry(1.0011 + Double(turn) * 0.0002)] }
+        #expect(!Self.glance(&fast, many, at: 1.01))
+        #expect(fast.nextGlance(after: 1.01, every: 0.03) == 1.01)
         var quiet = Self.started()
         #expect(!Self.glance(&quiet, [Self.exit(1.001), Self.entry(1.002)], at: 1.01))
         #expect(!Self.glance(&quiet, [], at: 1.49))

@@ -52,9 +52,13 @@ import Testing
         ring.write(Stamp(entered: true, time: 1.0, site: Self.home))
         let summary = ring.drain(home: nil)
         #expect(summary.otherSite == Self.home && summary.lastHomeEntry == nil)
-        // A stamp without user registers (the kernel's ABI none) names no site.
-        ring.write(Stamp(entered: true, time: 1.1, site: HomeWaitTracker.Site(pc: 0, sp: 0)))
-        #expect(ring.drain(home: HomeWaitTracker.Site(pc: 0, sp: 0)).lastHomeEntry == nil)
+        // A stamp without user registers (the kernel's ABI none, a shorter record) names no
+        // site, not even a home of zeros, and the stamp after it is read whole.
+        ring.writeWithoutRegisters(entered: true, time: 1.1)
+        ring.write(Stamp(entered: false, time: 1.2, site: Self.home))
+        let bare = ring.drain(home: HomeWaitTracker.Site(pc: 0, sp: 0))
+        #expect(bare.stamps == 2 && bare.lastHomeEntry == nil)
+        #expect(bare.otherSite == HomeWaitTracker.Site(pc: 0, sp: 0) && bare.lastTime == 1.2 && !bare.lastEntered)
     }
 
     /// Whole milliseconds, which go through the kernel's nanoseconds and back unchanged.

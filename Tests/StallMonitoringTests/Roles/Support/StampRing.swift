@@ -64,6 +64,12 @@ final class StampRing {
             type: 9, words: [id, UInt64((stamp.time * 1e9).rounded()), 2, stamp.site.sp, stamp.site.pc])
     }
 
+    /// A stamp of a thread caught in the kernel (ABI none): no registers follow, and the
+    /// record is three words long.
+    func writeWithoutRegisters(entered: Bool, time: Double) {
+        append(type: 9, words: [entered ? Self.entryID : Self.exitID, UInt64((time * 1e9).rounded()), 0])
+    }
+
     /// The kernel's word that it dropped records (`PERF_RECORD_LOST`: id, count).
     func writeLost(_ count: UInt64 = 3) { append(type: 2, words: [Self.exitID, count]) }
 
