@@ -26,7 +26,8 @@ struct StampedTurns {
     private(set) var strange = false
     /// The last stamp: an entry (true) or an exit, and when.
     private var last: (entered: Bool, time: Double)?
-    /// How many stamps came in at the latest drain since the last step.
+    /// Stamps came in at the latest drain, and how many.
+    private var fresh = false
     private var lastDrained = 0
     private var lastStep = -Double.infinity
     /// The last site found home: almost every stamp of a loop is at it.
@@ -73,6 +74,7 @@ struct StampedTurns {
     /// One drain's stamps, added up against `home`; `isHome`: a raw site is a known home
     /// wait's (asked only of a stamp at another site).
     mutating func take(_ drained: WaitStampSummary, isHome: (HomeWaitTracker.Site) -> Bool) {
+        fresh = drained.stamps > 0
         lastDrained = drained.stamps
         rateStamps += drained.stamps
         guard drained.stamps > 0 || drained.lost else { return }
@@ -101,7 +103,7 @@ struct StampedTurns {
         guard mayGlance, !episodeOpen, !lost, !strange, !none, now - lastStep < Self.stepAtLeastEvery, let last else { return true }
         // In its wait: nothing to probe while the stamps keep coming, and none after a quiet
         // `sleepAfter`, when the probe lets it settle and sleep on its wake-up.
-        if last.entered { return lastDrained == 0 && now - last.time >= Self.sleepAfter }
+        if last.entered { return !fresh && now - last.time >= Self.sleepAfter }
         return now - last.time >= margin
     }
 
@@ -142,7 +144,7 @@ struct StampedTurns {
             none = true
             lost = false
             strange = false
-            lastDrained = 0
+            fresh = false
             lastStep = now
         }
         return lost ? AtStep() : sinceStep
